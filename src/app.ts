@@ -1,0 +1,150 @@
+/**
+ * Builds the Fastify app. The load order is the architecture: core options and validation,
+ * error handling and metrics, OpenAPI, public routes (health, docs), then the authenticated
+ * scope (auth, rate limit, resource routes) mounted at / and at /v1. Tests use this without
+ * listening (app.inject).
+ */
+import { randomBytes } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import rateLimit from '@fastify/rate-limit';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Config } from './config.js';
+import type { Database } from './db/client.js';
+import { migrationsApplied } from './db/migrate.js';
+import { AccountService } from './domain/accounts.js';
+import { ContactService } from './domain/contacts.js';
+import { GroupService } from './domain/groups.js';
+import { TokenService } from './domain/tokens.js';
+import { AppError } from './errors.js';
+import { installAuth } from './http/auth.js';
+import { installErrorHandler } from './http/error-handler.js';
+import { installMetrics } from './http/metrics.js';
+import { redactUrl } from './http/redact.js';
+import { accountRoutes } from './http/routes/account.js';
+import { contactRoutes } from './http/routes/contacts.js';
+import { groupRoutes } from './http/routes/groups.js';
+import { healthRoutes } from './http/routes/health.js';
+import { tokenRoutes } from './http/routes/tokens.js';
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+export interface Services {
+  accounts: AccountService;
+  tokens: TokenService;
+  contacts: ContactService;
+  groups: GroupService;
+}
+
+export function createServices(database: Database): Services {
+  return {
+    accounts: new AccountService(database),
+    tokens: new TokenService(database),
+    contacts: new ContactService(database),
+    groups: new GroupService(database),
+  };
+}
+
+export interface BuildAppOptions {
+  config: Config;
+  database: Database;
+  services?: Services;
+  /** A pino logger options object or false; defaults from config.logLevel. */
+  logger?: FastifyServerOptions['logger'];
+}
+
+function makeAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const { config, database } = options;
+  const services = options.services ?? createServices(database);
+
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.logLevel,
+      serializers: {
+        req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
+      },
+    },
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => `req_${randomBytes(9).toString('base64url')}`,
+    requestIdHeader: false,
+    trustProxy: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are validated strictly (a string is not a number); query and path values arrive as
+  // text and are coerced to the schema's types.
+  const bodyAjv = makeAjv(false);
+  const paramAjv = makeAjv('array');
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandler(app);
+  const registry = installMetrics(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Waygate API',
+        version: '1.0.0',
+        description:
+          'Self-hostable messaging gateway. Every path is served identically at `/PATH` and `/v1/PATH`. ' +
+          'Authenticate with the `x-api-key` header (or the less secure `token` query parameter). ' +
+          'Errors: `{success:false, error:{code,message,details?}, requestId}`.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          queryToken: { type: 'apiKey', in: 'query', name: 'token' },
+        },
+      },
+      security: [{ apiKey: [] }, { queryToken: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes, {
+    ready: () => migrationsApplied(database),
+    metrics: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
+  });
+
+  app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+  const api = async (scope: FastifyInstance): Promise<void> => {
+    installAuth(scope, services.tokens);
+    if (config.rateLimitPerMinute > 0) {
+      await scope.register(rateLimit, {
+        global: true,
+        max: config.rateLimitPerMinute,
+        timeWindow: 60_000,
+        enableDraftSpec: true,
+        keyGenerator: (request) => request.auth?.accountId ?? request.ip,
+        errorResponseBuilder: (_request, context) =>
+          new AppError('RATE_LIMITED', `Too many requests: the limit is ${context.max} per minute; retry in ${Math.ceil(context.ttl / 1000)} s`, {
+            limit: context.max,
+            retryAfterSeconds: Math.ceil(context.ttl / 1000),
+          }),
+      });
+    }
+    await scope.register(accountRoutes, { accounts: services.accounts });
+    await scope.register(tokenRoutes, { tokens: services.tokens });
+    await scope.register(contactRoutes, { contacts: services.contacts });
+    await scope.register(groupRoutes, { groups: services.groups });
+  };
+  await app.register(api);
+  await app.register(api, { prefix: '/v1' });
+
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs'));
+  return app;
+}

@@ -1,0 +1,148 @@
+/**
+ * The only reader of process.env. Every variable is parsed and validated once, at start;
+ * a bad value stops the process with a message that names every offending variable.
+ */
+import path from 'node:path';
+
+export type Role = 'all' | 'api' | 'worker';
+export type NetworkKind = 'sandbox' | 'whatsapp';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  network: NetworkKind;
+  publicUrl: string;
+  sessionSecret: string | undefined;
+  logLevel: LogLevel;
+  sendWaitMs: number;
+  bulkDelayMs: { min: number; max: number };
+  leaseMs: number;
+  sandboxReceiptMs: number;
+  webhookRetryScheduleMs: number[];
+  allowPrivateUrls: boolean;
+  /** Requests per minute per account on the public API; 0 disables the limiter. */
+  rateLimitPerMinute: number;
+  /** Largest accepted request body, in bytes. */
+  bodyLimitBytes: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `500`, `500ms`, `5s`, `5m`, `2h` into milliseconds; returns undefined when malformed. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!match) return undefined;
+  const value = Number(match[1]) * DURATION_UNITS[match[2] ?? 'ms']!;
+  return Number.isFinite(value) ? Math.round(value) : undefined;
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string): string | undefined => {
+    const value = env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = str(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+  const oneOf = <T extends string>(name: string, values: readonly T[], fallback: T): T => {
+    const raw = str(name);
+    if (raw === undefined) return fallback;
+    if (!(values as readonly string[]).includes(raw)) {
+      problems.push(`${name} must be one of ${values.join(', ')} (got "${raw}")`);
+      return fallback;
+    }
+    return raw as T;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = str(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+    if (['false', '0', 'no', 'off'].includes(raw)) return false;
+    problems.push(`${name} must be true or false (got "${env[name]}")`);
+    return fallback;
+  };
+
+  const network = oneOf('NETWORK', ['sandbox', 'whatsapp'] as const, 'sandbox');
+  const port = int('PORT', 3000, 0, 65535);
+  const host = str('HOST') ?? '0.0.0.0';
+
+  const databaseUrl = str('DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+
+  const publicUrl = str('PUBLIC_URL') ?? `http://localhost:${port}`;
+  try {
+    const url = new URL(publicUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
+  } catch {
+    problems.push(`PUBLIC_URL must be an http(s) URL (got "${publicUrl}")`);
+  }
+
+  const sessionSecret = str('SESSION_SECRET');
+  if (sessionSecret !== undefined && sessionSecret.length < 32) {
+    problems.push('SESSION_SECRET must be at least 32 characters long');
+  }
+
+  let bulkDelayMs = network === 'whatsapp' ? { min: 1500, max: 4000 } : { min: 0, max: 0 };
+  const bulkDelayRaw = str('BULK_DELAY_MS');
+  if (bulkDelayRaw !== undefined) {
+    const match = /^(\d+)(?:\s*-\s*(\d+))?$/.exec(bulkDelayRaw);
+    const min = match ? Number(match[1]) : NaN;
+    const max = match ? Number(match[2] ?? match[1]) : NaN;
+    if (!match || min > max) problems.push(`BULK_DELAY_MS must be "min-max" in ms, e.g. 1500-4000 (got "${bulkDelayRaw}")`);
+    else bulkDelayMs = { min, max };
+  }
+
+  let webhookRetryScheduleMs = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+  const scheduleRaw = str('WEBHOOK_RETRY_SCHEDULE');
+  if (scheduleRaw !== undefined) {
+    const parsed = scheduleRaw.split(',').map((part) => parseDuration(part));
+    if (parsed.length === 0 || parsed.some((value) => value === undefined)) {
+      problems.push(`WEBHOOK_RETRY_SCHEDULE must be comma-separated durations such as 0,5s,5m,2h (got "${scheduleRaw}")`);
+    } else {
+      webhookRetryScheduleMs = parsed as number[];
+    }
+  }
+
+  const config: Config = {
+    port,
+    host,
+    databaseUrl,
+    dataDir: path.resolve(str('DATA_DIR') ?? './data'),
+    network,
+    publicUrl: publicUrl.replace(/\/+$/, ''),
+    sessionSecret,
+    logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    sendWaitMs: int('SEND_WAIT_MS', 10_000, 0, 120_000),
+    bulkDelayMs,
+    leaseMs: int('LEASE_MS', 15_000, 1_000, 600_000),
+    sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
+    webhookRetryScheduleMs,
+    allowPrivateUrls: bool('ALLOW_PRIVATE_URLS', false),
+    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

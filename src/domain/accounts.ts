@@ -1,0 +1,125 @@
+/** Accounts (tenants), their dashboard users, plans and the usage of the current quota period. */
+import { and, eq } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { accounts, plans, usagePeriods, users } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+import { hashPassword } from './passwords.js';
+import { currentPeriod, type Plan, type PlanPeriod } from './plans.js';
+
+export interface AccountSummary {
+  id: string;
+  name: string;
+  createdAt: Date;
+  plan: Plan;
+  period: { start: Date; end: Date };
+  usage: { messages: number; contacts: number };
+  limits: { messages: number | null; devices: number | null; activeWebhooks: number | null };
+}
+
+export interface CreatedAccount {
+  accountId: string;
+  userId: string;
+  email: string;
+  planId: string;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export class AccountService {
+  constructor(private readonly database: Database) {}
+
+  async listPlans(): Promise<Plan[]> {
+    const rows = await this.database.db.select().from(plans).orderBy(plans.id);
+    return rows.map((row) => ({ ...row, period: row.period as PlanPeriod }));
+  }
+
+  private async requirePlan(planId: string): Promise<void> {
+    const [plan] = await this.database.db.select({ id: plans.id }).from(plans).where(eq(plans.id, planId));
+    if (!plan) {
+      const known = (await this.listPlans()).map((p) => p.id).join(', ');
+      throw new AppError('VALIDATION_ERROR', `Unknown plan "${planId}" (plans: ${known})`, [
+        { field: 'plan', message: `must be one of ${known}` },
+      ]);
+    }
+  }
+
+  /** Creates an account with its first dashboard user. */
+  async createAccount(input: { email: string; password: string; plan?: string; name?: string }): Promise<CreatedAccount> {
+    const email = input.email.trim().toLowerCase();
+    if (!EMAIL.test(email)) throw new AppError('VALIDATION_ERROR', 'email is not a valid address', [{ field: 'email', message: 'must be an email address' }]);
+    if (input.password.length < 8) {
+      throw new AppError('VALIDATION_ERROR', 'password must have at least 8 characters', [
+        { field: 'password', message: 'must have at least 8 characters' },
+      ]);
+    }
+    const planId = input.plan ?? 'free';
+    await this.requirePlan(planId);
+    const passwordHash = await hashPassword(input.password);
+    const accountId = newId('acc');
+    const userId = newId('usr');
+    try {
+      await this.database.db.transaction(async (tx) => {
+        await tx.insert(accounts).values({ id: accountId, name: input.name ?? email, planId });
+        await tx.insert(users).values({ id: userId, accountId, email, passwordHash });
+      });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new AppError('CONFLICT', `A user with email ${email} already exists`);
+      throw error;
+    }
+    return { accountId, userId, email, planId };
+  }
+
+  async findAccountIdByEmail(email: string): Promise<string | undefined> {
+    const [row] = await this.database.db
+      .select({ accountId: users.accountId })
+      .from(users)
+      .where(eq(users.email, email.trim().toLowerCase()));
+    return row?.accountId;
+  }
+
+  /** Moves the account to another plan; the new plan's periods are anchored on now. */
+  async setPlan(accountId: string, planId: string): Promise<void> {
+    await this.requirePlan(planId);
+    const updated = await this.database.db
+      .update(accounts)
+      .set({ planId, planStartedAt: new Date() })
+      .where(eq(accounts.id, accountId))
+      .returning({ id: accounts.id });
+    if (updated.length === 0) throw new AppError('NOT_FOUND', 'Account not found');
+  }
+
+  async getSummary(accountId: string, now: Date = new Date()): Promise<AccountSummary> {
+    const [row] = await this.database.db
+      .select({ account: accounts, plan: plans })
+      .from(accounts)
+      .innerJoin(plans, eq(plans.id, accounts.planId))
+      .where(eq(accounts.id, accountId));
+    if (!row) throw new AppError('NOT_FOUND', 'Account not found');
+    const plan: Plan = { ...row.plan, period: row.plan.period as PlanPeriod };
+    const period = currentPeriod(row.account.planStartedAt, plan.period, now);
+    const [usage] = await this.database.db
+      .select({ used: usagePeriods.messagesUsed })
+      .from(usagePeriods)
+      .where(and(eq(usagePeriods.accountId, accountId), eq(usagePeriods.periodStart, period.start)));
+    return {
+      id: row.account.id,
+      name: row.account.name,
+      createdAt: row.account.createdAt,
+      plan,
+      period,
+      usage: { messages: usage?.used ?? 0, contacts: row.account.contactsCount },
+      limits: { messages: plan.messageQuota, devices: plan.maxDevices, activeWebhooks: plan.maxWebhooks },
+    };
+  }
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  let current: unknown = error;
+  // Drizzle wraps driver errors; the Postgres code sits on the error or its cause.
+  for (let depth = 0; depth < 3 && current; depth++) {
+    if ((current as { code?: string }).code === '23505') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,0 +1,175 @@
+/**
+ * API tokens: `wg_` + 32 random bytes in base62. Only the SHA-256 of the value is stored, with a
+ * display prefix and the last four characters. Every request looks its token up by hash, so a
+ * revocation or an expiry takes effect on the very next request on every node.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { apiTokens } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+
+export const TOKEN_SCOPES = [
+  'account:read',
+  'contacts:read',
+  'contacts:write',
+  'groups:read',
+  'groups:write',
+  'messages:read',
+  'messages:send',
+  'devices:read',
+  'devices:write',
+  'webhooks:read',
+  'webhooks:write',
+  'events:read',
+  'tokens:read',
+  'tokens:write',
+] as const;
+export type TokenScope = (typeof TOKEN_SCOPES)[number];
+
+/** lastUsedAt is written at most once per this interval per token, to keep reads cheap. */
+const LAST_USED_PRECISION_MS = 60_000;
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export interface TokenRecord {
+  id: string;
+  name: string;
+  prefix: string;
+  last4: string;
+  scopes: string[];
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface AuthContext {
+  accountId: string;
+  tokenId: string;
+  scopes: ReadonlySet<string>;
+}
+
+function base62(bytes: Buffer): string {
+  let value = BigInt(`0x${bytes.toString('hex')}`);
+  let out = '';
+  while (value > 0n) {
+    out = BASE62[Number(value % 62n)]! + out;
+    value /= 62n;
+  }
+  // 32 bytes always need 43 base62 digits; pad so every token has the same length.
+  return out.padStart(43, '0');
+}
+
+export function hashToken(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+const toRecord = (row: typeof apiTokens.$inferSelect): TokenRecord => ({
+  id: row.id,
+  name: row.name,
+  prefix: row.prefix,
+  last4: row.last4,
+  scopes: row.scopes,
+  createdAt: row.createdAt,
+  lastUsedAt: row.lastUsedAt,
+  expiresAt: row.expiresAt,
+  revokedAt: row.revokedAt,
+});
+
+export class TokenService {
+  constructor(private readonly database: Database) {}
+
+  async create(
+    accountId: string,
+    input: { name: string; scopes?: string[] | undefined; expiresAt?: Date | undefined },
+    now: Date = new Date(),
+  ): Promise<{ token: string; record: TokenRecord }> {
+    const name = input.name.trim();
+    if (name.length === 0) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
+    const scopes = [...new Set(input.scopes ?? TOKEN_SCOPES)];
+    const unknown = scopes.filter((scope) => !(TOKEN_SCOPES as readonly string[]).includes(scope));
+    if (unknown.length > 0 || scopes.length === 0) {
+      throw new AppError('VALIDATION_ERROR', `Unknown or empty scopes: ${unknown.join(', ') || '(none given)'}`, [
+        { field: 'scopes', message: `each scope must be one of ${TOKEN_SCOPES.join(', ')}` },
+      ]);
+    }
+    if (input.expiresAt && input.expiresAt <= now) {
+      throw new AppError('VALIDATION_ERROR', 'expiresAt must be in the future', [{ field: 'expiresAt', message: 'must be in the future' }]);
+    }
+    const token = `wg_${base62(randomBytes(32))}`;
+    const [row] = await this.database.db
+      .insert(apiTokens)
+      .values({
+        id: newId('tok'),
+        accountId,
+        name,
+        tokenHash: hashToken(token),
+        prefix: token.slice(0, 7),
+        last4: token.slice(-4),
+        scopes,
+        expiresAt: input.expiresAt ?? null,
+      })
+      .returning();
+    return { token, record: toRecord(row!) };
+  }
+
+  async list(accountId: string): Promise<TokenRecord[]> {
+    const rows = await this.database.db
+      .select()
+      .from(apiTokens)
+      .where(eq(apiTokens.accountId, accountId))
+      .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id));
+    return rows.map(toRecord);
+  }
+
+  /** Revokes a token of this account; revoking twice is harmless. */
+  async revoke(accountId: string, tokenId: string): Promise<TokenRecord> {
+    const [row] = await this.database.db
+      .update(apiTokens)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId), isNull(apiTokens.revokedAt)))
+      .returning();
+    if (row) return toRecord(row);
+    const [existing] = await this.database.db
+      .select()
+      .from(apiTokens)
+      .where(and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId)));
+    if (!existing) throw new AppError('NOT_FOUND', 'Token not found');
+    return toRecord(existing);
+  }
+
+  /** Revokes by id whatever the account (CLI, run by the operator). */
+  async revokeById(tokenId: string): Promise<TokenRecord> {
+    const [existing] = await this.database.db.select().from(apiTokens).where(eq(apiTokens.id, tokenId));
+    if (!existing) throw new AppError('NOT_FOUND', 'Token not found');
+    return this.revoke(existing.accountId, tokenId);
+  }
+
+  /** Resolves a presented token value to its account, or explains why it is refused. */
+  async authenticate(value: string, now: Date = new Date()): Promise<AuthContext> {
+    if (!value.startsWith('wg_') || value.length > 100) throw new AppError('UNAUTHORIZED', 'Invalid API token');
+    const [row] = await this.database.db
+      .select({
+        id: apiTokens.id,
+        accountId: apiTokens.accountId,
+        scopes: apiTokens.scopes,
+        expiresAt: apiTokens.expiresAt,
+        revokedAt: apiTokens.revokedAt,
+        lastUsedAt: apiTokens.lastUsedAt,
+      })
+      .from(apiTokens)
+      .where(eq(apiTokens.tokenHash, hashToken(value)));
+    if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API token');
+    if (row.revokedAt) throw new AppError('UNAUTHORIZED', 'This API token has been revoked');
+    if (row.expiresAt && row.expiresAt <= now) throw new AppError('UNAUTHORIZED', 'This API token has expired');
+    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
+      const stale = new Date(now.getTime() - LAST_USED_PRECISION_MS);
+      await this.database.db
+        .update(apiTokens)
+        .set({ lastUsedAt: now })
+        .where(and(eq(apiTokens.id, row.id), or(isNull(apiTokens.lastUsedAt), lt(apiTokens.lastUsedAt, stale))));
+    }
+    return { accountId: row.accountId, tokenId: row.id, scopes: new Set(row.scopes) };
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * One closed set of error codes, one map from code to HTTP status. Everything a client can see
+ * as an error goes through AppError; anything else is a bug and is answered 500 INTERNAL.
+ */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  QUOTA_EXCEEDED: 402,
+  FORBIDDEN: 403,
+  PLAN_LIMIT: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  CONTACT_EXISTS: 409,
+  NO_CONNECTED_DEVICE: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export type ErrorDetails = FieldError[] | Record<string, unknown>;
+
+export function codeToStatus(code: ErrorCode): number {
+  return ERROR_STATUS[code];
+}
+
+export class AppError extends Error {
+  readonly statusCode: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetails,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.statusCode = codeToStatus(code);
+  }
+}
+
+export const notFound = (what: string): AppError => new AppError('NOT_FOUND', `${what} not found`);
+
+export const validationError = (field: string, message: string): AppError =>
+  new AppError('VALIDATION_ERROR', `${field}: ${message}`, [{ field, message }]);

@@ -1,0 +1,136 @@
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { GroupService } from '../../domain/groups.js';
+import { auth } from '../auth.js';
+import { errorResponses, IdParams, PageQuery, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
+import { ContactSchema } from './contacts.js';
+
+const GroupSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  contactsCount: Type.Integer({ description: 'Exact number of member contacts' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp });
+const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 10_000 });
+const PageOnly = Type.Object(PageQuery, { additionalProperties: false });
+const MemberParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), contactId: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = async (app, { groups }) => {
+  app.get(
+    '/groups',
+    {
+      config: { scope: 'groups:read' },
+      schema: { tags: ['groups'], summary: 'List groups (newest first)', querystring: PageOnly, response: { 200: successPage(GroupSchema), ...errorResponses('FORBIDDEN') } },
+    },
+    async (request) => {
+      const { page = 1, limit = 50 } = request.query;
+      return { success: true as const, ...(await groups.list(auth(request).accountId, { page, limit })) };
+    },
+  );
+
+  app.post(
+    '/groups',
+    {
+      config: { scope: 'groups:write' },
+      schema: {
+        tags: ['groups'],
+        summary: 'Create a group, optionally with members',
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), contactIds: Type.Optional(ContactIds) }, { additionalProperties: false }),
+        response: { 201: successData(GroupSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ success: true as const, data: await groups.create(auth(request).accountId, request.body) }),
+  );
+
+  app.get(
+    '/groups/:id',
+    {
+      config: { scope: 'groups:read' },
+      schema: { tags: ['groups'], summary: 'Read a group', params: IdParams, response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+    },
+    async (request) => ({ success: true as const, data: await groups.get(auth(request).accountId, request.params.id) }),
+  );
+
+  app.patch(
+    '/groups/:id',
+    {
+      config: { scope: 'groups:write' },
+      schema: {
+        tags: ['groups'],
+        summary: 'Rename a group',
+        params: IdParams,
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await groups.rename(auth(request).accountId, request.params.id, request.body) }),
+  );
+
+  app.delete(
+    '/groups/:id',
+    {
+      config: { scope: 'groups:write' },
+      schema: { tags: ['groups'], summary: 'Delete a group (its contacts stay)', params: IdParams, response: { 200: SuccessOnly, ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+    },
+    async (request) => {
+      await groups.remove(auth(request).accountId, request.params.id);
+      return { success: true as const };
+    },
+  );
+
+  app.get(
+    '/groups/:id/contacts',
+    {
+      config: { scope: 'groups:read' },
+      schema: {
+        tags: ['groups'],
+        summary: 'List the members of a group (most recently added first)',
+        params: IdParams,
+        querystring: PageOnly,
+        response: { 200: successPage(MemberSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50 } = request.query;
+      return { success: true as const, ...(await groups.members(auth(request).accountId, request.params.id, { page, limit })) };
+    },
+  );
+
+  app.post(
+    '/groups/:id/contacts',
+    {
+      config: { scope: 'groups:write' },
+      schema: {
+        tags: ['groups'],
+        summary: 'Add contacts to a group (ones already in it are left as they are)',
+        params: IdParams,
+        body: Type.Object({ contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 10_000 }) }, { additionalProperties: false }),
+        response: {
+          200: successData(Type.Object({ added: Type.Integer(), group: GroupSchema })),
+          ...errorResponses('FORBIDDEN', 'NOT_FOUND'),
+        },
+      },
+    },
+    async (request) => ({ success: true as const, data: await groups.addMembers(auth(request).accountId, request.params.id, request.body.contactIds) }),
+  );
+
+  app.delete(
+    '/groups/:id/contacts/:contactId',
+    {
+      config: { scope: 'groups:write' },
+      schema: {
+        tags: ['groups'],
+        summary: 'Remove a contact from a group',
+        params: MemberParams,
+        response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await groups.removeMember(auth(request).accountId, request.params.id, request.params.contactId),
+    }),
+  );
+};

@@ -1,0 +1,78 @@
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { TOKEN_SCOPES, type TokenService } from '../../domain/tokens.js';
+import { AppError } from '../../errors.js';
+import { auth } from '../auth.js';
+import { errorResponses, IdParams, NullableTimestamp, successData, Timestamp } from '../schemas.js';
+
+const TokenSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  prefix: Type.String({ description: 'First characters of the value, for recognising it' }),
+  last4: Type.String({ description: 'Last four characters of the value' }),
+  scopes: Type.Array(Type.String()),
+  createdAt: Timestamp,
+  lastUsedAt: Type.Union([Timestamp, Type.Null()], { description: 'Precise to one minute' }),
+  expiresAt: NullableTimestamp,
+  revokedAt: NullableTimestamp,
+});
+
+const CreatedTokenSchema = Type.Object({
+  ...TokenSchema.properties,
+  token: Type.String({ description: 'The token value. Shown only in this response; store it now.' }),
+});
+
+export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = async (app, { tokens }) => {
+  app.get(
+    '/tokens',
+    {
+      config: { scope: 'tokens:read' },
+      schema: { tags: ['tokens'], summary: 'List API tokens (values are never shown again)', response: { 200: successData(Type.Array(TokenSchema)), ...errorResponses('FORBIDDEN') } },
+    },
+    async (request) => ({ success: true as const, data: await tokens.list(auth(request).accountId) }),
+  );
+
+  app.post(
+    '/tokens',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        tags: ['tokens'],
+        summary: 'Create an API token; its value is returned once, in this response',
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            scopes: Type.Optional(Type.Array(Type.String({ enum: [...TOKEN_SCOPES] }), { minItems: 1, uniqueItems: true, description: 'Default: every scope' })),
+            expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: successData(CreatedTokenSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request, reply) => {
+      const context = auth(request);
+      const scopes = request.body.scopes;
+      // A token cannot mint a token with more power than it has itself.
+      const beyond = (scopes ?? TOKEN_SCOPES).filter((scope) => !context.scopes.has(scope));
+      if (beyond.length > 0) throw new AppError('FORBIDDEN', `This token cannot grant scopes it does not have: ${beyond.join(', ')}`);
+      const expiresAt = request.body.expiresAt ? new Date(request.body.expiresAt) : undefined;
+      const { token, record } = await tokens.create(context.accountId, { name: request.body.name, scopes, expiresAt });
+      return reply.status(201).send({ success: true as const, data: { ...record, token } });
+    },
+  );
+
+  app.delete(
+    '/tokens/:id',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        tags: ['tokens'],
+        summary: 'Revoke an API token (effective on the next request)',
+        params: IdParams,
+        response: { 200: successData(TokenSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await tokens.revoke(auth(request).accountId, request.params.id) }),
+  );
+};

@@ -1,0 +1,50 @@
+/** Shared JSON schemas (TypeBox): one source for validation, serialisation and OpenAPI. */
+import Type, { type TSchema } from 'typebox';
+import { ERROR_STATUS, type ErrorCode } from '../errors.js';
+
+/** Handlers return Date objects; the serialiser writes them as ISO 8601 UTC with milliseconds. */
+export const Timestamp = Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const PageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, default: 50, description: 'Items per page; values above 100 are clamped to 100' }),
+  ),
+};
+
+export const PageMeta = Type.Object({
+  total: Type.Integer(),
+  page: Type.Integer(),
+  limit: Type.Integer(),
+});
+
+export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
+
+export const ErrorResponse = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.Object({
+      code: Type.String({ enum: Object.keys(ERROR_STATUS) }),
+      message: Type.String(),
+      details: Type.Optional(Type.Union([Type.Array(FieldErrorSchema), Type.Object({}, { additionalProperties: true })])),
+    }),
+    requestId: Type.String(),
+  },
+  { description: 'Error' },
+);
+
+/** The error responses a route can give, keyed by HTTP status, for OpenAPI. */
+export function errorResponses(...codes: ErrorCode[]): Record<number, TSchema> {
+  const statuses = new Set<number>([400, 401, 429, 500, ...codes.map((code) => ERROR_STATUS[code])]);
+  return Object.fromEntries([...statuses].map((status) => [status, ErrorResponse]));
+}
+
+export const successData = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
+
+export const successPage = <T extends TSchema>(item: T) =>
+  Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: PageMeta });
+
+export const SuccessOnly = Type.Object({ success: Type.Literal(true) });

@@ -1,0 +1,55 @@
+/** `waygate serve`: opens the database, migrates, and runs the roles asked for until a signal. */
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config, Role } from './config.js';
+import { openDatabase, type Database } from './db/client.js';
+import { runMigrations } from './db/migrate.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  database: Database;
+  address: string;
+  stop(): Promise<void>;
+}
+
+export async function startServer(config: Config, role: Role): Promise<RunningServer> {
+  if (role !== 'all' && !config.databaseUrl) {
+    throw new Error(
+      `--role ${role} needs DATABASE_URL: the embedded database (PGlite) serves one process, so separate ` +
+        'api and worker processes must share a PostgreSQL server.',
+    );
+  }
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  let app: FastifyInstance | undefined;
+  try {
+    await runMigrations(database);
+    app = await buildApp({ config, database });
+    const address = await app.listen({ port: config.port, host: config.host });
+    app.log.info({ role, database: database.kind, network: config.network, address }, 'waygate is up');
+    const [{ n: accountCount } = { n: 0 }] = await database.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts');
+    if (accountCount === 0) {
+      app.log.info(
+        'No account exists yet. Stop the server and run: npm run waygate -- accounts create --email you@example.com --password <password>, ' +
+          'then: npm run waygate -- tokens create --email you@example.com --name laptop',
+      );
+    }
+    let stopping: Promise<void> | undefined;
+    const running: RunningServer = {
+      app,
+      database,
+      address,
+      stop() {
+        stopping ??= (async () => {
+          await app!.close();
+          await database.close();
+        })();
+        return stopping;
+      },
+    };
+    return running;
+  } catch (error) {
+    await app?.close().catch(() => undefined);
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+}
