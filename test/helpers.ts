@@ -1,0 +1,67 @@
+/**
+ * Test support: a real database per test file (in-memory PGlite by default, PostgreSQL when
+ * TEST_DATABASE_URL is set) and a fresh tenant (account + token) per test, with random ids, so
+ * tests never share state.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp, createServices, type Services } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { openDatabase, type Database } from '../src/db/client.js';
+import { runMigrations } from '../src/db/migrate.js';
+
+export interface TestContext {
+  app: FastifyInstance;
+  database: Database;
+  services: Services;
+  config: Config;
+  close(): Promise<void>;
+}
+
+export async function openTestDatabase(): Promise<Database> {
+  const url = process.env.TEST_DATABASE_URL;
+  const database = await openDatabase(url ? { databaseUrl: url, dataDir: 'unused', poolSize: 5 } : { dataDir: 'memory://' });
+  await runMigrations(database);
+  return database;
+}
+
+export async function createTestApp(env: Record<string, string> = {}, options: { logger?: false | object } = {}): Promise<TestContext> {
+  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '100000', ...env });
+  const database = await openTestDatabase();
+  const services = createServices(database);
+  const app = await buildApp({ config, database, services, logger: options.logger ?? false });
+  await app.ready();
+  return {
+    app,
+    database,
+    services,
+    config,
+    async close() {
+      await app.close();
+      await database.close();
+    },
+  };
+}
+
+export interface Tenant {
+  accountId: string;
+  email: string;
+  token: string;
+  headers: { 'x-api-key': string };
+}
+
+export async function createTenant(ctx: TestContext, options: { plan?: string; scopes?: string[] } = {}): Promise<Tenant> {
+  const email = `t-${randomBytes(6).toString('hex')}@example.test`;
+  const { accountId } = await ctx.services.accounts.createAccount({ email, password: 'correct horse battery', plan: options.plan ?? 'unlimited' });
+  const { token } = await ctx.services.tokens.create(accountId, { name: 'test', scopes: options.scopes });
+  return { accountId, email, token, headers: { 'x-api-key': token } };
+}
+
+/** A random valid E.164 number (Indonesia, +62 8xx), different on every call. */
+export function randomPhone(): string {
+  return `628${String(100_000_000 + Math.floor(Math.random() * 899_999_999))}`;
+}
+
+export function json<T = Record<string, unknown>>(response: LightMyRequestResponse): T {
+  return response.json() as T;
+}
