@@ -52,8 +52,8 @@ export interface BuildAppOptions {
   config: Config;
   database: Database;
   services?: Services;
-  /** A pino logger options object or false; defaults from config.logLevel. */
-  logger?: FastifyServerOptions['logger'];
+  /** Where log lines go (default stdout); tests pass a stream to read them. */
+  logStream?: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>['stream'];
 }
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
@@ -67,8 +67,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const services = options.services ?? createServices(database);
 
   const app = Fastify({
-    logger: options.logger ?? {
+    logger: {
       level: config.logLevel,
+      ...(options.logStream ? { stream: options.logStream } : {}),
       serializers: {
         req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
       },
@@ -121,22 +122,27 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
+  // One limiter (one in-memory store) shared by / and /v1, keyed by account: the hook runs in
+  // the authenticated scope after the auth hook has resolved the account.
+  const limitRate = config.rateLimitPerMinute > 0;
+  if (limitRate) {
+    await app.register(rateLimit, {
+      global: false,
+      max: config.rateLimitPerMinute,
+      timeWindow: 60_000,
+      enableDraftSpec: true,
+      keyGenerator: (request) => request.auth?.accountId ?? request.ip,
+      errorResponseBuilder: (_request, context) =>
+        new AppError('RATE_LIMITED', `Too many requests: the limit is ${context.max} per minute; retry in ${Math.ceil(context.ttl / 1000)} s`, {
+          limit: context.max,
+          retryAfterSeconds: Math.ceil(context.ttl / 1000),
+        }),
+    });
+  }
+
   const api = async (scope: FastifyInstance): Promise<void> => {
     installAuth(scope, services.tokens);
-    if (config.rateLimitPerMinute > 0) {
-      await scope.register(rateLimit, {
-        global: true,
-        max: config.rateLimitPerMinute,
-        timeWindow: 60_000,
-        enableDraftSpec: true,
-        keyGenerator: (request) => request.auth?.accountId ?? request.ip,
-        errorResponseBuilder: (_request, context) =>
-          new AppError('RATE_LIMITED', `Too many requests: the limit is ${context.max} per minute; retry in ${Math.ceil(context.ttl / 1000)} s`, {
-            limit: context.max,
-            retryAfterSeconds: Math.ceil(context.ttl / 1000),
-          }),
-      });
-    }
+    if (limitRate) scope.addHook('onRequest', scope.rateLimit());
     await scope.register(accountRoutes, { accounts: services.accounts });
     await scope.register(tokenRoutes, { tokens: services.tokens });
     await scope.register(contactRoutes, { contacts: services.contacts });

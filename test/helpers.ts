@@ -25,11 +25,11 @@ export async function openTestDatabase(): Promise<Database> {
   return database;
 }
 
-export async function createTestApp(env: Record<string, string> = {}, options: { logger?: false | object } = {}): Promise<TestContext> {
+export async function createTestApp(env: Record<string, string> = {}, options: { logStream?: NodeJS.WritableStream } = {}): Promise<TestContext> {
   const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '100000', ...env });
   const database = await openTestDatabase();
   const services = createServices(database);
-  const app = await buildApp({ config, database, services, logger: options.logger ?? false });
+  const app = await buildApp({ config, database, services, ...(options.logStream ? { logStream: options.logStream } : {}) });
   await app.ready();
   return {
     app,

@@ -1,0 +1,173 @@
+import { validate as validateOpenApi } from '@readme/openapi-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTenant, createTestApp, type TestContext } from './helpers.js';
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createTestApp();
+});
+afterAll(async () => ctx.close());
+
+describe('errors', () => {
+  it('answers unknown routes with NOT_FOUND in the error body', async () => {
+    const tenant = await createTenant(ctx);
+    const response = await ctx.app.inject({ method: 'GET', url: '/nope', headers: tenant.headers });
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
+  });
+
+  it('answers malformed JSON with 400 VALIDATION_ERROR', async () => {
+    const tenant = await createTenant(ctx);
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/groups',
+      headers: { ...tenant.headers, 'content-type': 'application/json' },
+      payload: '{"name": ',
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR', message: 'The request body is not valid JSON' } });
+  });
+
+  it('lists every schema failure as field details', async () => {
+    const tenant = await createTenant(ctx);
+    const response = await ctx.app.inject({ method: 'POST', url: '/contacts', headers: tenant.headers, payload: { name: 5, extra: 1 } });
+    expect(response.statusCode).toBe(400);
+    const details = response.json().error.details as { field: string; message: string }[];
+    expect(details.map((d) => d.field).sort()).toEqual(['extra', 'name', 'phoneNumber']);
+  });
+
+  it('answers a body over 5 MB with 413 PAYLOAD_TOO_LARGE', async () => {
+    const tenant = await createTenant(ctx);
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/contacts',
+      headers: { ...tenant.headers, 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'x'.repeat(5 * 1024 * 1024 + 10), phoneNumber: '14155550123' }),
+    });
+    expect(response.statusCode).toBe(413);
+    expect(response.json()).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
+  it('answers an unsupported content type with 415', async () => {
+    const tenant = await createTenant(ctx);
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/contacts',
+      headers: { ...tenant.headers, 'content-type': 'application/xml' },
+      payload: '<contact/>',
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json().error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('hides internals of a 500 and gives a request id', async () => {
+    const tenant = await createTenant(ctx);
+    const original = ctx.services.contacts.get.bind(ctx.services.contacts);
+    ctx.services.contacts.get = async () => {
+      throw new Error('secret database detail');
+    };
+    try {
+      const response = await ctx.app.inject({ method: 'GET', url: '/contacts/ct_x', headers: tenant.headers });
+      expect(response.statusCode).toBe(500);
+      const body = response.json();
+      expect(body.error.code).toBe('INTERNAL');
+      expect(response.body).not.toContain('secret database detail');
+      expect(body.error.message).toContain(body.requestId);
+    } finally {
+      ctx.services.contacts.get = original;
+    }
+  });
+});
+
+describe('rate limiting', () => {
+  it('sends RateLimit headers on every response and 429 with Retry-After past the limit, per account', async () => {
+    const limited = await createTestApp({ RATE_LIMIT_PER_MINUTE: '5' });
+    try {
+      const alice = await createTenant(limited);
+      const bob = await createTenant(limited);
+      for (let i = 0; i < 5; i++) {
+        const response = await limited.app.inject({ method: 'GET', url: '/contacts', headers: alice.headers });
+        expect(response.statusCode).toBe(200);
+        expect(response.headers['ratelimit-limit']).toBe('5');
+        expect(response.headers['ratelimit-remaining']).toBe(String(4 - i));
+        expect(Number(response.headers['ratelimit-reset'])).toBeGreaterThan(0);
+      }
+      const blocked = await limited.app.inject({ method: 'GET', url: '/v1/account', headers: alice.headers });
+      expect(blocked.statusCode).toBe(429);
+      expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+      expect(blocked.headers['ratelimit-remaining']).toBe('0');
+      expect(blocked.json()).toMatchObject({ success: false, error: { code: 'RATE_LIMITED', details: { limit: 5 } } });
+      // Another account has its own budget.
+      expect((await limited.app.inject({ method: 'GET', url: '/contacts', headers: bob.headers })).statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('ops and docs', () => {
+  it('answers /healthz and /readyz without a token', async () => {
+    expect((await ctx.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+    const ready = await ctx.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
+  });
+
+  it('serves Prometheus metrics', async () => {
+    await ctx.app.inject({ method: 'GET', url: '/healthz' });
+    const response = await ctx.app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/text\/plain/);
+    expect(response.body).toMatch(/waygate_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(response.body).toContain('waygate_process_cpu_seconds_total');
+  });
+
+  it('serves interactive docs', async () => {
+    const response = await ctx.app.inject({ method: 'GET', url: '/docs/' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/text\/html/);
+  });
+
+  it('publishes an OpenAPI document that a validator accepts and that lists every route', async () => {
+    const response = await ctx.app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(response.statusCode).toBe(200);
+    const document = response.json();
+    const validation = await validateOpenApi(structuredClone(document));
+    expect(validation.valid ? [] : validation.errors).toEqual([]);
+    // The validator is not a rubber stamp: a broken copy is refused.
+    const broken = structuredClone(document);
+    broken.paths['/contacts'].get.responses['200'].content['application/json'].schema = { $ref: '#/components/schemas/Missing' };
+    expect((await validateOpenApi(broken)).valid).toBe(false);
+    const paths = document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    const expected: [string, string][] = [
+      ['get', '/account'],
+      ['get', '/tokens'],
+      ['post', '/tokens'],
+      ['delete', '/tokens/{id}'],
+      ['get', '/contacts'],
+      ['post', '/contacts'],
+      ['post', '/contacts/import'],
+      ['get', '/contacts/{id}'],
+      ['patch', '/contacts/{id}'],
+      ['delete', '/contacts/{id}'],
+      ['get', '/groups'],
+      ['post', '/groups'],
+      ['get', '/groups/{id}'],
+      ['patch', '/groups/{id}'],
+      ['delete', '/groups/{id}'],
+      ['get', '/groups/{id}/contacts'],
+      ['post', '/groups/{id}/contacts'],
+      ['delete', '/groups/{id}/contacts/{contactId}'],
+      ['get', '/healthz'],
+      ['get', '/readyz'],
+      ['get', '/metrics'],
+    ];
+    for (const [method, path] of expected) {
+      expect(paths[path]?.[method], `${method} ${path}`).toBeDefined();
+      if (!['/healthz', '/readyz', '/metrics'].includes(path)) {
+        expect(paths[`/v1${path}`]?.[method], `${method} /v1${path}`).toBeDefined();
+        expect(Object.keys(paths[path]![method]!.responses)).toEqual(expect.arrayContaining(['400', '401', '429', '500']));
+      }
+    }
+  });
+});

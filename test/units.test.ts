@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+import { normalizePhone, phoneSearchDigits } from '../src/domain/phone.js';
+import { addMonthsClamped, currentPeriod } from '../src/domain/plans.js';
+import { hashPassword, verifyPassword } from '../src/domain/passwords.js';
+import { AppError, ERROR_STATUS, codeToStatus } from '../src/errors.js';
+import { newId } from '../src/ids.js';
+import { redactUrl } from '../src/http/redact.js';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(3000);
+    expect(config.network).toBe('sandbox');
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.dataDir).toMatch(/data$/);
+    expect(config.sendWaitMs).toBe(10_000);
+    expect(config.bulkDelayMs).toEqual({ min: 0, max: 0 });
+    expect(config.leaseMs).toBe(15_000);
+    expect(config.sandboxReceiptMs).toBe(1000);
+    expect(config.webhookRetryScheduleMs).toEqual([0, 5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    expect(config.allowPrivateUrls).toBe(false);
+    expect(config.bodyLimitBytes).toBe(5 * 1024 * 1024);
+  });
+
+  it('defaults bulk pacing to 1500-4000 ms on whatsapp', () => {
+    expect(loadConfig({ NETWORK: 'whatsapp' }).bulkDelayMs).toEqual({ min: 1500, max: 4000 });
+  });
+
+  it('parses every documented form', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      BULK_DELAY_MS: '100-200',
+      WEBHOOK_RETRY_SCHEDULE: '0,500ms,5s,5m,2h',
+      ALLOW_PRIVATE_URLS: 'true',
+      DATABASE_URL: 'postgres://u@h:5432/db',
+      PUBLIC_URL: 'https://gw.example.com/',
+    });
+    expect(config.port).toBe(8080);
+    expect(config.bulkDelayMs).toEqual({ min: 100, max: 200 });
+    expect(config.webhookRetryScheduleMs).toEqual([0, 500, 5000, 300_000, 7_200_000]);
+    expect(config.allowPrivateUrls).toBe(true);
+    expect(config.publicUrl).toBe('https://gw.example.com');
+  });
+
+  it('names every bad variable at once', () => {
+    try {
+      loadConfig({ PORT: 'eighty', NETWORK: 'telegram', BULK_DELAY_MS: '9-1', WEBHOOK_RETRY_SCHEDULE: '5x', ALLOW_PRIVATE_URLS: 'maybe', DATABASE_URL: 'mysql://x' });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      const message = (error as Error).message;
+      for (const name of ['PORT', 'NETWORK', 'BULK_DELAY_MS', 'WEBHOOK_RETRY_SCHEDULE', 'ALLOW_PRIVATE_URLS', 'DATABASE_URL']) {
+        expect(message).toContain(name);
+      }
+    }
+  });
+
+  it('parses durations', () => {
+    expect(parseDuration('0')).toBe(0);
+    expect(parseDuration('250ms')).toBe(250);
+    expect(parseDuration('1.5s')).toBe(1500);
+    expect(parseDuration('10h')).toBe(36_000_000);
+    expect(parseDuration('soon')).toBeUndefined();
+  });
+});
+
+describe('errors', () => {
+  it('maps every code to its documented status', () => {
+    expect(codeToStatus('VALIDATION_ERROR')).toBe(400);
+    expect(codeToStatus('UNAUTHORIZED')).toBe(401);
+    expect(codeToStatus('QUOTA_EXCEEDED')).toBe(402);
+    expect(codeToStatus('FORBIDDEN')).toBe(403);
+    expect(codeToStatus('PLAN_LIMIT')).toBe(403);
+    expect(codeToStatus('NOT_FOUND')).toBe(404);
+    for (const code of ['CONFLICT', 'CONTACT_EXISTS', 'NO_CONNECTED_DEVICE', 'IDEMPOTENCY_KEY_REUSED'] as const) {
+      expect(codeToStatus(code)).toBe(409);
+    }
+    expect(codeToStatus('PAYLOAD_TOO_LARGE')).toBe(413);
+    expect(codeToStatus('RATE_LIMITED')).toBe(429);
+    expect(codeToStatus('INTERNAL')).toBe(500);
+    for (const status of Object.values(ERROR_STATUS)) expect(status).toBeGreaterThanOrEqual(400);
+    expect(new AppError('CONTACT_EXISTS', 'x').statusCode).toBe(409);
+  });
+});
+
+describe('phone numbers', () => {
+  it('strips punctuation to E.164 digits', () => {
+    expect(normalizePhone('+62 (812) 3456-7890')).toEqual({ ok: true, digits: '6281234567890' });
+    expect(normalizePhone('1.415.555.0123')).toEqual({ ok: true, digits: '14155550123' });
+  });
+
+  it('refuses what cannot be a number', () => {
+    for (const bad of ['', 'abc', '+1 415 CALL NOW', '123456', '1234567890123456', '0812345678', '+999 1234 5678']) {
+      expect(normalizePhone(bad).ok, bad).toBe(false);
+    }
+  });
+
+  it('reads phone-like searches as digits', () => {
+    expect(phoneSearchDigits('+62 812')).toBe('62812');
+    expect(phoneSearchDigits('ann')).toBeUndefined();
+  });
+});
+
+describe('plan periods', () => {
+  it('clamps month ends', () => {
+    expect(addMonthsClamped(new Date('2026-01-31T10:00:00Z'), 1).toISOString()).toBe('2026-02-28T10:00:00.000Z');
+    expect(addMonthsClamped(new Date('2028-01-31T10:00:00Z'), 1).toISOString()).toBe('2028-02-29T10:00:00.000Z');
+  });
+
+  it('finds the period containing now, anchored on the plan start', () => {
+    const anchor = new Date('2026-01-15T12:00:00Z');
+    expect(currentPeriod(anchor, 'month', new Date('2026-01-20T00:00:00Z'))).toEqual({
+      start: new Date('2026-01-15T12:00:00Z'),
+      end: new Date('2026-02-15T12:00:00Z'),
+    });
+    expect(currentPeriod(anchor, 'month', new Date('2026-03-15T11:59:59Z')).start.toISOString()).toBe('2026-02-15T12:00:00.000Z');
+    expect(currentPeriod(anchor, 'month', new Date('2026-03-15T12:00:00Z')).start.toISOString()).toBe('2026-03-15T12:00:00.000Z');
+    expect(currentPeriod(anchor, 'year', new Date('2027-06-01T00:00:00Z'))).toEqual({
+      start: new Date('2027-01-15T12:00:00Z'),
+      end: new Date('2028-01-15T12:00:00Z'),
+    });
+  });
+});
+
+describe('small parts', () => {
+  it('hashes passwords with scrypt and verifies them', async () => {
+    const hash = await hashPassword('correct horse');
+    expect(hash).toMatch(/^scrypt\$16384\$8\$1\$/);
+    expect(await verifyPassword('correct horse', hash)).toBe(true);
+    expect(await verifyPassword('wrong horse', hash)).toBe(false);
+  });
+
+  it('makes prefixed, time-sortable ids', () => {
+    const a = newId('ct');
+    const b = newId('ct');
+    expect(a).toMatch(/^ct_[0-9a-z]{26}$/);
+    expect(a < b).toBe(true);
+  });
+
+  it('redacts tokens from URLs', () => {
+    expect(redactUrl('/contacts?token=wg_secret&page=2')).toBe('/contacts?token=[REDACTED]&page=2');
+    expect(redactUrl('/contacts?page=2&TOKEN=wg_secret')).toBe('/contacts?page=2&TOKEN=[REDACTED]');
+  });
+});
