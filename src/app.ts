@@ -15,7 +15,14 @@ import addFormatsModule from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import { migrationsApplied } from './db/migrate.js';
+import { createBus, type Bus } from './db/bus.js';
 import { AccountService } from './domain/accounts.js';
+import { AckWaiter } from './domain/ack-waiter.js';
+import { DeviceService } from './domain/devices.js';
+import { IdempotencyService } from './domain/idempotency.js';
+import { BulkJobService, MessageService } from './domain/messages.js';
+import { createSandboxWorld } from './network/create-network.js';
+import type { SandboxWorld } from './network/sandbox/world.js';
 import { ContactService } from './domain/contacts.js';
 import { GroupService } from './domain/groups.js';
 import { TokenService } from './domain/tokens.js';
@@ -26,6 +33,9 @@ import { installMetrics } from './http/metrics.js';
 import { redactUrl } from './http/redact.js';
 import { accountRoutes } from './http/routes/account.js';
 import { contactRoutes } from './http/routes/contacts.js';
+import { deviceRoutes } from './http/routes/devices.js';
+import { messageRoutes } from './http/routes/messages.js';
+import { sandboxRoutes } from './http/routes/sandbox.js';
 import { groupRoutes } from './http/routes/groups.js';
 import { healthRoutes } from './http/routes/health.js';
 import { tokenRoutes } from './http/routes/tokens.js';
@@ -33,18 +43,38 @@ import { tokenRoutes } from './http/routes/tokens.js';
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 export interface Services {
+  bus: Bus;
   accounts: AccountService;
   tokens: TokenService;
   contacts: ContactService;
   groups: GroupService;
+  devices: DeviceService;
+  messages: MessageService;
+  bulkJobs: BulkJobService;
+  idempotency: IdempotencyService;
+  /** The sandbox network's world, when NETWORK=sandbox (its test helpers need it). */
+  sandbox: SandboxWorld | undefined;
+  close(): Promise<void>;
 }
 
-export function createServices(database: Database): Services {
+export function createServices(database: Database, config: Config): Services {
+  const bus = createBus(database);
+  const acks = new AckWaiter(bus);
   return {
+    bus,
     accounts: new AccountService(database),
     tokens: new TokenService(database),
     contacts: new ContactService(database),
     groups: new GroupService(database),
+    devices: new DeviceService(database, bus),
+    messages: new MessageService(database, bus, acks, config.sendWaitMs),
+    bulkJobs: new BulkJobService(database),
+    idempotency: new IdempotencyService(database),
+    sandbox: config.network === 'sandbox' ? createSandboxWorld(config, database, bus) : undefined,
+    async close() {
+      acks.close();
+      await bus.close();
+    },
   };
 }
 
@@ -52,6 +82,8 @@ export interface BuildAppOptions {
   config: Config;
   database: Database;
   services?: Services;
+  /** false for `--role worker`: no public API routes. */
+  apiRoutes?: boolean;
   /** Where log lines go (default stdout); tests pass a stream to read them. */
   logStream?: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>['stream'];
 }
@@ -64,7 +96,8 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config, database } = options;
-  const services = options.services ?? createServices(database);
+  const ownServices = options.services === undefined;
+  const services = options.services ?? createServices(database, config);
 
   const app = Fastify({
     logger: {
@@ -147,10 +180,17 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await scope.register(tokenRoutes, { tokens: services.tokens });
     await scope.register(contactRoutes, { contacts: services.contacts });
     await scope.register(groupRoutes, { groups: services.groups });
+    await scope.register(deviceRoutes, { devices: services.devices });
+    await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
+    if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });
   };
-  await app.register(api);
-  await app.register(api, { prefix: '/v1' });
+  // A worker-only process serves just the ops routes (health, readiness, metrics).
+  if (options.apiRoutes !== false) {
+    await app.register(api);
+    await app.register(api, { prefix: '/v1' });
+  }
 
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs'));
+  if (ownServices) app.addHook('onClose', async () => services.close());
   return app;
 }

@@ -5,11 +5,12 @@
  * captured: TOKEN=$(waygate tokens create ...)) and problems on stderr with a non-zero exit.
  */
 import { parseArgs } from 'node:util';
-import { createServices } from './app.js';
 import { ConfigError, loadConfig, type Config, type Role } from './config.js';
 import { openDatabase, type Database } from './db/client.js';
 import { DataDirLockedError } from './db/data-dir-lock.js';
 import { runMigrations } from './db/migrate.js';
+import { AccountService } from './domain/accounts.js';
+import { TokenService } from './domain/tokens.js';
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
 
@@ -46,7 +47,7 @@ async function withDatabase<T>(config: Config, work: (database: Database) => Pro
 }
 
 async function accountIdFor(database: Database, email: string): Promise<string> {
-  const accountId = await createServices(database).accounts.findAccountIdByEmail(email);
+  const accountId = await new AccountService(database).findAccountIdByEmail(email);
   if (!accountId) throw new AppError('NOT_FOUND', `No account has a user with email ${email}`);
   return accountId;
 }
@@ -102,7 +103,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'accounts create':
       return withDatabase(config, async (database) => {
-        const created = await createServices(database).accounts.createAccount({
+        const created = await new AccountService(database).createAccount({
           email: need(values, 'email'),
           password: need(values, 'password'),
           plan: values.plan,
@@ -115,7 +116,7 @@ async function main(argv: string[]): Promise<number> {
       return withDatabase(config, async (database) => {
         const accountId = await accountIdFor(database, need(values, 'email'));
         const plan = need(values, 'plan');
-        await createServices(database).accounts.setPlan(accountId, plan);
+        await new AccountService(database).setPlan(accountId, plan);
         console.log(`Account ${accountId} is now on plan ${plan}`);
         return 0;
       });
@@ -126,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
         const expiresRaw = values['expires-at'];
         const expiresAt = expiresRaw ? new Date(expiresRaw) : undefined;
         if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new UsageError('--expires-at must be an ISO 8601 date-time');
-        const { token, record } = await createServices(database).tokens.create(accountId, { name: need(values, 'name'), scopes, expiresAt });
+        const { token, record } = await new TokenService(database).create(accountId, { name: need(values, 'name'), scopes, expiresAt });
         console.log(token);
         console.error(`Token ${record.id} created; it is shown only now. Scopes: ${record.scopes.join(', ')}`);
         return 0;
@@ -134,7 +135,7 @@ async function main(argv: string[]): Promise<number> {
     case 'tokens list':
       return withDatabase(config, async (database) => {
         const accountId = await accountIdFor(database, need(values, 'email'));
-        const tokens = await createServices(database).tokens.list(accountId);
+        const tokens = await new TokenService(database).list(accountId);
         for (const t of tokens) {
           const state = t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt <= new Date() ? 'expired' : 'active';
           console.log(
@@ -146,7 +147,7 @@ async function main(argv: string[]): Promise<number> {
       });
     case 'tokens revoke':
       return withDatabase(config, async (database) => {
-        const record = await createServices(database).tokens.revokeById(need(values, 'id'));
+        const record = await new TokenService(database).revokeById(need(values, 'id'));
         console.log(`Token ${record.id} revoked at ${record.revokedAt?.toISOString()}`);
         return 0;
       });

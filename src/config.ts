@@ -21,6 +21,10 @@ export interface Config {
   bulkDelayMs: { min: number; max: number };
   leaseMs: number;
   sandboxReceiptMs: number;
+  /** How long a sandbox QR code stays valid; a new one is shown before it expires. */
+  sandboxQrMs: number;
+  /** Attempts per message for transient network errors before it ends FAILED. */
+  sendMaxAttempts: number;
   webhookRetryScheduleMs: number[];
   allowPrivateUrls: boolean;
   /** Requests per minute per account on the public API; 0 disables the limiter. */
@@ -138,6 +142,8 @@ export function loadConfig(env: Env = process.env): Config {
     bulkDelayMs,
     leaseMs: int('LEASE_MS', 15_000, 1_000, 600_000),
     sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
+    sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
+    sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),
     webhookRetryScheduleMs,
     allowPrivateUrls: bool('ALLOW_PRIVATE_URLS', false),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),

@@ -1,9 +1,11 @@
 /** `waygate serve`: opens the database, migrates, and runs the roles asked for until a signal. */
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.js';
+import type { Logger } from 'pino';
+import { buildApp, createServices } from './app.js';
 import type { Config, Role } from './config.js';
 import { openDatabase, type Database } from './db/client.js';
 import { runMigrations } from './db/migrate.js';
+import { WorkerRuntime } from './workers/runtime.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -21,9 +23,15 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
   }
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   let app: FastifyInstance | undefined;
+  let worker: WorkerRuntime | undefined;
+  const services = createServices(database, config);
   try {
     await runMigrations(database);
-    app = await buildApp({ config, database });
+    app = await buildApp({ config, database, services, apiRoutes: role !== 'worker' });
+    if (role !== 'api') {
+      worker = new WorkerRuntime(config, database, services.bus, app.log as unknown as Logger);
+      await worker.start();
+    }
     const address = await app.listen({ port: config.port, host: config.host });
     app.log.info({ role, database: database.kind, network: config.network, address }, 'waygate is up');
     const [{ n: accountCount } = { n: 0 }] = await database.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts');
@@ -40,7 +48,10 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
       address,
       stop() {
         stopping ??= (async () => {
+          // Drain: stop taking requests, let the worker finish what it has in flight, then close.
           await app!.close();
+          await worker?.stop();
+          await services.close();
           await database.close();
         })();
         return stopping;
@@ -49,6 +60,8 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
     return running;
   } catch (error) {
     await app?.close().catch(() => undefined);
+    await worker?.stop().catch(() => undefined);
+    await services.close().catch(() => undefined);
     await database.close().catch(() => undefined);
     throw error;
   }

@@ -5,39 +5,61 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { inject } from 'vitest';
 import { buildApp, createServices, type Services } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { runMigrations } from '../src/db/migrate.js';
+import { WorkerRuntime } from '../src/workers/runtime.js';
+import pino from 'pino';
 
 export interface TestContext {
   app: FastifyInstance;
   database: Database;
   services: Services;
   config: Config;
+  worker: WorkerRuntime | undefined;
   close(): Promise<void>;
 }
 
 export async function openTestDatabase(): Promise<Database> {
-  const url = process.env.TEST_DATABASE_URL;
+  const url = inject('databaseUrl');
   const database = await openDatabase(url ? { databaseUrl: url, dataDir: 'unused', poolSize: 5 } : { dataDir: 'memory://' });
   await runMigrations(database);
   return database;
 }
 
-export async function createTestApp(env: Record<string, string> = {}, options: { logStream?: NodeJS.WritableStream } = {}): Promise<TestContext> {
-  const config = loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_PER_MINUTE: '100000', ...env });
+export async function createTestApp(
+  env: Record<string, string> = {},
+  options: { logStream?: NodeJS.WritableStream; worker?: boolean } = {},
+): Promise<TestContext> {
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_MINUTE: '100000',
+    SANDBOX_RECEIPT_MS: '50',
+    SEND_WAIT_MS: '5000',
+    LEASE_MS: '3000',
+    ...env,
+  });
   const database = await openTestDatabase();
-  const services = createServices(database);
+  const services = createServices(database, config);
   const app = await buildApp({ config, database, services, ...(options.logStream ? { logStream: options.logStream } : {}) });
   await app.ready();
+  let worker: WorkerRuntime | undefined;
+  if (options.worker) {
+    worker = new WorkerRuntime(config, database, services.bus, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+    await worker.start();
+  }
   return {
     app,
     database,
     services,
     config,
+    worker,
     async close() {
+      await worker?.stop();
       await app.close();
+      await services.close();
       await database.close();
     },
   };

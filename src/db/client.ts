@@ -14,16 +14,33 @@ import { schema, type Schema } from './schema.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 
-export interface Database {
-  kind: 'pglite' | 'postgres';
-  db: Db;
+export interface Queryable {
   /** Runs a raw statement and returns its rows. */
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface Database extends Queryable {
+  kind: 'pglite' | 'postgres';
+  db: Db;
+  /** Runs `work` in one transaction on one connection: committed if it resolves, rolled back if it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs a hot statement as a named prepared statement: on PostgreSQL each pooled connection parses
+   * and plans it once and then only binds and executes it. One name, one text, always. On PGlite it
+   * is a plain query().
+   */
+  queryPrepared<T = Record<string, unknown>>(statement: PreparedStatement): Promise<T[]>;
   close(): Promise<void>;
   /** The node-postgres pool, when on PostgreSQL (for LISTEN and dedicated connections). */
   pool?: pg.Pool;
   /** The PGlite instance, when embedded. */
   pglite?: PGlite;
+}
+
+export interface PreparedStatement {
+  name: string;
+  text: string;
+  values: unknown[];
 }
 
 export interface OpenDatabaseOptions {
@@ -54,6 +71,28 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         const result = await pool.query(text, params);
         return result.rows as T[];
       },
+      async queryPrepared<T>(statement: PreparedStatement) {
+        const result = await pool.query(statement);
+        return result.rows as T[];
+      },
+      async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          const result = await work({
+            async query<R>(text: string, params: unknown[] = []) {
+              return (await client.query(text, params)).rows as R[];
+            },
+          });
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw error;
+        } finally {
+          client.release();
+        }
+      },
       async close() {
         await pool.end();
       },
@@ -74,6 +113,19 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       async query<T>(text: string, params: unknown[] = []) {
         const result = await pglite.query<T>(text, params);
         return result.rows;
+      },
+      async queryPrepared<T>(statement: PreparedStatement) {
+        const result = await pglite.query<T>(statement.text, statement.values);
+        return result.rows;
+      },
+      transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+        return pglite.transaction((tx) =>
+          work({
+            async query<R>(text: string, params: unknown[] = []) {
+              return (await tx.query<R>(text, params)).rows;
+            },
+          }),
+        );
       },
       async close() {
         await pglite.close();

@@ -3,8 +3,7 @@
  * generated from it (`npm run db:generate`); hand-written parts (extensions, trigram indexes,
  * counter triggers) live in their own custom migrations.
  */
-import { sql } from 'drizzle-orm';
-import { index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
@@ -130,7 +129,205 @@ export const groupMembers = pgTable(
   (t) => [primaryKey({ columns: [t.groupId, t.contactId] }), index('group_members_contact_idx').on(t.contactId)],
 );
 
-export const schema = { plans, accounts, users, apiTokens, usagePeriods, contacts, groups, groupMembers };
-export type Schema = typeof schema;
+export const devices = pgTable(
+  'devices',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** PENDING → CONNECTED ⇄ DISCONNECTED → LOGGED_OUT */
+    status: text('status').notNull().default('PENDING'),
+    phoneNumber: text('phone_number'),
+    qrCode: text('qr_code'),
+    qrExpiresAt: ts('qr_expires_at'),
+    lastError: text('last_error'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+    connectedAt: ts('connected_at'),
+    disconnectedAt: ts('disconnected_at'),
+    loggedOutAt: ts('logged_out_at'),
+    /** Set by DELETE /devices/:id; the row stays for the history of its messages. */
+    removedAt: ts('removed_at'),
+    /** The worker that owns the device's network session, until lease_expires_at. */
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: ts('lease_expires_at'),
+  },
+  (t) => [index('devices_account_idx').on(t.accountId, t.createdAt), index('devices_lease_idx').on(t.leaseExpiresAt)],
+);
 
-export const nowSql = sql`now()`;
+export const bulkJobs = pgTable(
+  'bulk_jobs',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    deviceId: text('device_id')
+      .notNull()
+      .references(() => devices.id),
+    /** SCHEDULED → PROCESSING → COMPLETED | CANCELLED */
+    status: text('status').notNull(),
+    type: text('type').notNull(),
+    content: text('content').notNull(),
+    mediaUrl: text('media_url'),
+    /** Explicit recipients, until the fan-out has turned them (with group members) into messages. */
+    recipients: text('recipients').array(),
+    groupIds: text('group_ids').array(),
+    totalContacts: integer('total_contacts').notNull(),
+    sentCount: integer('sent_count').notNull().default(0),
+    failedCount: integer('failed_count').notNull().default(0),
+    deliveredCount: integer('delivered_count').notNull().default(0),
+    readCount: integer('read_count').notNull().default(0),
+    cancelledCount: integer('cancelled_count').notNull().default(0),
+    quotaPeriodStart: ts('quota_period_start'),
+    scheduledAt: ts('scheduled_at'),
+    /** How many of `recipients` have become messages; the fan-out resumes here after a crash. */
+    fanoutOffset: integer('fanout_offset').notNull().default(0),
+    fannedOutAt: ts('fanned_out_at'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    completedAt: ts('completed_at'),
+    cancelledAt: ts('cancelled_at'),
+  },
+  (t) => [index('bulk_jobs_account_idx').on(t.accountId, t.createdAt.desc(), t.id.desc())],
+);
+
+export const messages = pgTable(
+  'messages',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    deviceId: text('device_id')
+      .notNull()
+      .references(() => devices.id),
+    jobId: text('job_id').references(() => bulkJobs.id),
+    /** 'out' for messages we send, 'in' for messages received from the network. */
+    direction: text('direction').notNull().default('out'),
+    /** The other party: the recipient of an outgoing message, the sender of an incoming one. */
+    peer: text('peer').notNull(),
+    type: text('type').notNull(),
+    content: text('content').notNull(),
+    mediaUrl: text('media_url'),
+    /** SCHEDULED → QUEUED → SENDING → SENT → DELIVERED → READ; FAILED, CANCELLED. */
+    status: text('status').notNull(),
+    /** 0 = direct send, 1 = bulk: direct sends are claimed first. */
+    priority: smallint('priority').notNull().default(0),
+    /** When the message may be claimed: scheduledAt, or a retry's backoff. */
+    dueAt: ts('due_at').notNull().defaultNow(),
+    attempts: integer('attempts').notNull().default(0),
+    networkMessageId: text('network_message_id').notNull(),
+    claimedBy: text('claimed_by'),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+    quotaPeriodStart: ts('quota_period_start'),
+    scheduledAt: ts('scheduled_at'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    queuedAt: ts('queued_at'),
+    sentAt: ts('sent_at'),
+    deliveredAt: ts('delivered_at'),
+    readAt: ts('read_at'),
+    failedAt: ts('failed_at'),
+    cancelledAt: ts('cancelled_at'),
+    receivedAt: ts('received_at'),
+  },
+  (t) => [
+    index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),
+    index('messages_job_idx').on(t.jobId),
+    uniqueIndex('messages_network_id_key').on(t.deviceId, t.networkMessageId),
+  ],
+);
+
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    requestHash: text('request_hash').notNull(),
+    statusCode: integer('status_code'),
+    response: jsonb('response'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
+);
+
+/** The sandbox network's own world: what a real network would hold on its servers. */
+export const sandboxQrCodes = pgTable('sandbox_qr_codes', {
+  code: text('code').primaryKey(),
+  deviceId: text('device_id').notNull(),
+  expiresAt: ts('expires_at').notNull(),
+  scannedPhone: text('scanned_phone'),
+});
+
+export const sandboxPhones = pgTable('sandbox_phones', {
+  deviceId: text('device_id').primaryKey(),
+  phoneNumber: text('phone_number').notNull(),
+  /** linked | dropped | unlinked */
+  state: text('state').notNull(),
+  changedAt: ts('changed_at').notNull().defaultNow(),
+  /** Bumped on every change so sessions see each drop even when the state string repeats. */
+  version: integer('version').notNull().default(1),
+});
+
+export const sandboxMessages = pgTable(
+  'sandbox_messages',
+  {
+    networkMessageId: text('network_message_id').notNull(),
+    deviceId: text('device_id').notNull(),
+    accountId: text('account_id').notNull(),
+    to: text('to').notNull(),
+    type: text('type').notNull(),
+    content: text('content').notNull(),
+    mediaBytes: integer('media_bytes'),
+    mediaType: text('media_type'),
+    fileName: text('file_name'),
+    sendCalls: integer('send_calls').notNull().default(1),
+    delivered: smallint('delivered').notNull().default(0),
+    read: smallint('read').notNull().default(0),
+    acceptedAt: ts('accepted_at').notNull().defaultNow(),
+    deliverAt: ts('deliver_at'),
+    readAt: ts('read_at'),
+    deliveredAt: ts('delivered_at'),
+    readReceiptAt: ts('read_receipt_at'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.deviceId, t.networkMessageId] }),
+    index('sandbox_messages_account_idx').on(t.accountId, t.to),
+    index('sandbox_messages_deliver_idx').on(t.deviceId, t.deliverAt),
+  ],
+);
+
+export const sandboxIncoming = pgTable('sandbox_incoming', {
+  seq: bigint('seq', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  deviceId: text('device_id').notNull(),
+  networkMessageId: text('network_message_id').notNull(),
+  from: text('from').notNull(),
+  type: text('type').notNull(),
+  content: text('content').notNull(),
+  mediaUrl: text('media_url'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export const schema = {
+  plans,
+  accounts,
+  users,
+  apiTokens,
+  usagePeriods,
+  contacts,
+  groups,
+  groupMembers,
+  devices,
+  bulkJobs,
+  messages,
+  idempotencyKeys,
+  sandboxQrCodes,
+  sandboxPhones,
+  sandboxMessages,
+  sandboxIncoming,
+};
+export type Schema = typeof schema;

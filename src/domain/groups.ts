@@ -1,10 +1,10 @@
 /** Groups: named sets of an account's contacts. contactsCount is kept exact by triggers. */
-import { and, eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Database, Db } from '../db/client.js';
 import { contacts, groupMembers, groups } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
-import { MAX_PAGE_SIZE, type Contact, type Page } from './contacts.js';
+import { isPossibleId, MAX_PAGE_SIZE, validateName, type Contact, type Page } from './contacts.js';
 
 export interface Group {
   id: string;
@@ -21,16 +21,9 @@ export interface GroupMember extends Contact {
 export const MAX_GROUP_NAME = 200;
 export const MAX_CONTACT_IDS = 10_000;
 
-function validateGroupName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed.length === 0) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
-  if (trimmed.length > MAX_GROUP_NAME) {
-    throw new AppError('VALIDATION_ERROR', `name must have at most ${MAX_GROUP_NAME} characters`, [
-      { field: 'name', message: `must have at most ${MAX_GROUP_NAME} characters` },
-    ]);
-  }
-  return trimmed;
-}
+const validateGroupName = (name: string): string => validateName(name, 'name', MAX_GROUP_NAME);
+
+const groupNotFound = (): AppError => new AppError('NOT_FOUND', 'Group not found');
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
@@ -56,11 +49,12 @@ export class GroupService {
   }
 
   async get(accountId: string, id: string): Promise<Group> {
+    if (!isPossibleId(id)) throw groupNotFound();
     const [row] = await this.database.db
       .select({ id: groups.id, name: groups.name, contactsCount: groups.contactsCount, createdAt: groups.createdAt, updatedAt: groups.updatedAt })
       .from(groups)
       .where(and(eq(groups.id, id), eq(groups.accountId, accountId)));
-    if (!row) throw new AppError('NOT_FOUND', 'Group not found');
+    if (!row) throw groupNotFound();
     return row;
   }
 
@@ -75,25 +69,28 @@ export class GroupService {
   }
 
   async rename(accountId: string, id: string, input: { name: string }): Promise<Group> {
+    if (!isPossibleId(id)) throw groupNotFound();
     const updated = await this.database.db
       .update(groups)
-      .set({ name: validateGroupName(input.name), updatedAt: new Date() })
+      .set({ name: validateGroupName(input.name), updatedAt: sql`now()` })
       .where(and(eq(groups.id, id), eq(groups.accountId, accountId)))
       .returning({ id: groups.id });
-    if (updated.length === 0) throw new AppError('NOT_FOUND', 'Group not found');
+    if (updated.length === 0) throw groupNotFound();
     return this.get(accountId, id);
   }
 
   async remove(accountId: string, id: string): Promise<void> {
+    if (!isPossibleId(id)) throw groupNotFound();
     const deleted = await this.database.db
       .delete(groups)
       .where(and(eq(groups.id, id), eq(groups.accountId, accountId)))
       .returning({ id: groups.id });
-    if (deleted.length === 0) throw new AppError('NOT_FOUND', 'Group not found');
+    if (deleted.length === 0) throw groupNotFound();
   }
 
   /** Adds contacts; ones already in the group are left as they are. Returns how many were added. */
   async addMembers(accountId: string, groupId: string, contactIds: string[]): Promise<{ added: number; group: Group }> {
+    if (!isPossibleId(groupId)) throw groupNotFound();
     let added = 0;
     await this.database.db.transaction(async (tx) => {
       const [group] = await tx
@@ -101,7 +98,7 @@ export class GroupService {
         .from(groups)
         .where(and(eq(groups.id, groupId), eq(groups.accountId, accountId)))
         .for('update');
-      if (!group) throw new AppError('NOT_FOUND', 'Group not found');
+      if (!group) throw groupNotFound();
       added = await this.insertMembers(tx, accountId, groupId, contactIds);
     });
     return { added, group: await this.get(accountId, groupId) };
@@ -109,6 +106,7 @@ export class GroupService {
 
   async removeMember(accountId: string, groupId: string, contactId: string): Promise<Group> {
     await this.get(accountId, groupId);
+    if (!isPossibleId(contactId)) throw new AppError('NOT_FOUND', 'Contact is not a member of this group');
     const deleted = await this.database.db
       .delete(groupMembers)
       .where(and(eq(groupMembers.groupId, groupId), eq(groupMembers.contactId, contactId)))
@@ -143,7 +141,11 @@ export class GroupService {
     const found = await tx
       .select({ id: contacts.id })
       .from(contacts)
-      .where(and(eq(contacts.accountId, accountId), inArray(contacts.id, unique)));
+      .where(and(eq(contacts.accountId, accountId), inArray(contacts.id, unique.filter(isPossibleId))))
+      // Held until commit, so a contact deleted concurrently either waits for this transaction
+      // (and then leaves the group through the cascade) or is already gone here and is named as
+      // unknown; without it the insert below fails its foreign key check with a 500.
+      .for('key share');
     const foundIds = new Set(found.map((row) => row.id));
     const missing = unique.filter((id) => !foundIds.has(id));
     if (missing.length > 0) {

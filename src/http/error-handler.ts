@@ -80,6 +80,9 @@ export function installErrorHandler(app: FastifyInstance): void {
       return sendError(reply, request, 'VALIDATION_ERROR', message, details);
     }
     const known = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (known?.code === 'VALIDATION_ERROR') {
+      return sendError(reply, request, known.code, known.message, [{ field: 'body', message: known.message }]);
+    }
     if (known) {
       const message = known.code === 'UNSUPPORTED_MEDIA_TYPE' ? `${known.message}: ${request.headers['content-type'] ?? '(none)'}` : known.message;
       return sendError(reply, request, known.code, message);

@@ -9,7 +9,7 @@ export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1' })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647, default: 1, description: 'Page number, from 1' })),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, default: 50, description: 'Items per page; values above 100 are clamped to 100' }),
   ),

@@ -1,8 +1,19 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ContactService } from '../../domain/contacts.js';
+import { hasControlCharacters, type ContactService } from '../../domain/contacts.js';
+import { AppError } from '../../errors.js';
 import { auth } from '../auth.js';
 import { errorResponses, FieldErrorSchema, IdParams, PageMeta, PageQuery, SuccessOnly, successData, Timestamp } from '../schemas.js';
+
+/**
+ * The shared page/limit query with an upper bound on page: without one, page=1e300 passes as an
+ * integer and the offset it implies fails in the database (a 500 instead of a 400).
+ */
+export const MAX_PAGE = 2_147_483_647;
+export const BoundedPageQuery = {
+  ...PageQuery,
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1' })),
+};
 
 export const ContactSchema = Type.Object({
   id: Type.String(),
@@ -19,6 +30,8 @@ const ContactInput = Type.Object(
   },
   { additionalProperties: false },
 );
+
+const IMPORT_MEDIA_TYPES = new Set(['text/csv', 'text/plain']);
 
 const ImportReportSchema = Type.Object({
   totalRows: Type.Integer(),
@@ -37,7 +50,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
         summary: 'List contacts (newest first)',
         description: 'The seed contract shape: `data` and `meta`, no `success`.',
         querystring: Type.Object(
-          { ...PageQuery, search: Type.Optional(Type.String({ maxLength: 100, description: 'Case-insensitive substring of the name or of the phone digits' })) },
+          { ...BoundedPageQuery, search: Type.Optional(Type.String({ maxLength: 100, description: 'Case-insensitive substring of the name or of the phone digits' })) },
           { additionalProperties: false },
         ),
         response: { 200: Type.Object({ data: Type.Array(ContactSchema), meta: PageMeta }), ...errorResponses('FORBIDDEN') },
@@ -45,6 +58,10 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
     },
     async (request) => {
       const { page = 1, limit = 50, search } = request.query;
+      // A NUL byte cannot be sent to Postgres; other control characters never occur in a name.
+      if (search !== undefined && hasControlCharacters(search)) {
+        throw new AppError('VALIDATION_ERROR', 'search must not contain control characters', [{ field: 'search', message: 'must not contain control characters' }]);
+      }
       return contacts.list(auth(request).accountId, { page, limit, search });
     },
   );
@@ -70,13 +87,24 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
     '/contacts/import',
     {
       config: { scope: 'contacts:write' },
+      // Other types (JSON included, which would otherwise pass a string schema) are refused
+      // before the body is read.
+      onRequest: async (request) => {
+        const mediaType = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+        if (!IMPORT_MEDIA_TYPES.has(mediaType)) {
+          throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type: ${mediaType || '(none)'}; send the file as text/csv`);
+        }
+      },
       schema: {
         tags: ['contacts'],
         summary: 'Import contacts from CSV',
         description:
-          'Body: `text/csv` with a `name,phoneNumber` header. Valid new rows are inserted in one transaction; ' +
-          'the report lists created, skipped duplicates and rejected rows with their line numbers.',
-        consumes: ['text/csv'],
+          'Body: `text/csv` (or `text/plain`) with a header naming the columns `name` and `phoneNumber` (any order, any case; ' +
+          'other columns are ignored). RFC 4180 quoting, a UTF-8 BOM and LF, CRLF or CR line endings are accepted; blank rows are skipped. ' +
+          'Valid new rows are inserted in one transaction (all or nothing); the report lists created, skipped duplicates ' +
+          '(earlier in the file or already in the account) and rejected rows with their errors, each with the line of the file ' +
+          'on which its record starts (the header is line 1). Other content types: 415.',
+        consumes: ['text/csv', 'text/plain'],
         body: Type.String({ description: 'CSV text' }),
         response: { 200: successData(ImportReportSchema), ...errorResponses('FORBIDDEN', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
       },

@@ -2,8 +2,8 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { GroupService } from '../../domain/groups.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, PageQuery, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
-import { ContactSchema } from './contacts.js';
+import { errorResponses, IdParams, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
+import { BoundedPageQuery, ContactSchema } from './contacts.js';
 
 const GroupSchema = Type.Object({
   id: Type.String(),
@@ -15,7 +15,7 @@ const GroupSchema = Type.Object({
 
 const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp });
 const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 10_000 });
-const PageOnly = Type.Object(PageQuery, { additionalProperties: false });
+const PageOnly = Type.Object(BoundedPageQuery, { additionalProperties: false });
 const MemberParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), contactId: Type.String({ minLength: 1, maxLength: 100 }) });
 
 export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = async (app, { groups }) => {

@@ -1,0 +1,214 @@
+/**
+ * Devices: linked numbers. PENDING (waiting for a QR scan) → CONNECTED ⇄ DISCONNECTED
+ * (transient; reconnects by itself) → LOGGED_OUT (unlinked; needs a new QR). The API side
+ * creates, reads and removes devices; the worker that holds a device's lease reports what the
+ * network says through the transition methods here.
+ */
+import QRCode from 'qrcode';
+import type { Bus } from '../db/bus.js';
+import type { Database } from '../db/client.js';
+import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Page } from './contacts.js';
+import { MAX_PAGE_SIZE } from './contacts.js';
+import { MessageQueue } from './message-queue.js';
+
+export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
+
+export interface Device {
+  id: string;
+  name: string;
+  status: DeviceStatus;
+  phoneNumber: string | null;
+  lastError: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  connectedAt: Date | null;
+  disconnectedAt: Date | null;
+  loggedOutAt: Date | null;
+  removedAt: Date | null;
+}
+
+export interface DeviceQr {
+  code: string;
+  /** A PNG data URL of the code, ready for an <img>. */
+  image: string;
+  expiresAt: Date;
+}
+
+interface DeviceRow {
+  id: string;
+  account_id: string;
+  name: string;
+  status: DeviceStatus;
+  phone_number: string | null;
+  qr_code: string | null;
+  qr_expires_at: Date | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+  connected_at: Date | null;
+  disconnected_at: Date | null;
+  logged_out_at: Date | null;
+  removed_at: Date | null;
+}
+
+const toDevice = (r: DeviceRow): Device => ({
+  id: r.id,
+  name: r.name,
+  status: r.status,
+  phoneNumber: r.phone_number,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  connectedAt: r.connected_at,
+  disconnectedAt: r.disconnected_at,
+  loggedOutAt: r.logged_out_at,
+  removedAt: r.removed_at,
+});
+
+/** How long POST /devices and GET /devices/:id/qr wait for the worker to show the first code. */
+const QR_WAIT_MS = 5_000;
+
+export class DeviceService {
+  constructor(
+    private readonly database: Database,
+    private readonly bus: Bus,
+  ) {}
+
+  private async row(accountId: string, id: string): Promise<DeviceRow> {
+    const [row] = await this.database.query<DeviceRow>('SELECT * FROM devices WHERE id = $1 AND account_id = $2', [id, accountId]);
+    if (!row) throw new AppError('NOT_FOUND', 'Device not found');
+    return row;
+  }
+
+  async list(accountId: string, options: { page: number; limit: number; status?: DeviceStatus | undefined }): Promise<Page<Device>> {
+    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
+    const params: unknown[] = [accountId, limit, (options.page - 1) * limit];
+    let filter = '';
+    if (options.status) {
+      params.push(options.status);
+      filter = ` AND status = $4`;
+    }
+    const rows = await this.database.query<DeviceRow & { total: number }>(
+      `SELECT *, count(*) OVER () AS total FROM devices WHERE account_id = $1 AND removed_at IS NULL${filter}
+        ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+      params,
+    );
+    let total = rows[0]?.total;
+    if (total === undefined) {
+      const [counted] = await this.database.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL${options.status ? ' AND status = $2' : ''}`,
+        options.status ? [accountId, options.status] : [accountId],
+      );
+      total = counted?.n ?? 0;
+    }
+    return { data: rows.map(toDevice), meta: { total, page: options.page, limit } };
+  }
+
+  async get(accountId: string, id: string): Promise<Device> {
+    return toDevice(await this.row(accountId, id));
+  }
+
+  /** Devices that count against the plan: every device not logged out and not removed. */
+  async countActive(accountId: string): Promise<number> {
+    const [row] = await this.database.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status <> 'LOGGED_OUT'`,
+      [accountId],
+    );
+    return row?.n ?? 0;
+  }
+
+  async create(accountId: string, name: string): Promise<{ device: Device; qr: DeviceQr | null }> {
+    const trimmed = name.trim();
+    if (!trimmed) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
+    const id = newId('dev');
+    await this.database.transaction(async (tx) => {
+      // The account row lock serialises concurrent creates, so the plan limit cannot be raced.
+      const [plan] = await tx.query<{ max_devices: number | null }>(
+        'SELECT p.max_devices FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1 FOR UPDATE OF a',
+        [accountId],
+      );
+      const maxDevices = plan?.max_devices ?? null;
+      if (maxDevices !== null) {
+        const [counted] = await tx.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status <> 'LOGGED_OUT'`,
+          [accountId],
+        );
+        const active = counted?.n ?? 0;
+        if (active >= maxDevices) {
+          throw new AppError('PLAN_LIMIT', `Your plan allows ${maxDevices} linked device${maxDevices === 1 ? '' : 's'}; remove one or upgrade the plan`, {
+            limit: maxDevices,
+            used: active,
+          });
+        }
+      }
+      await tx.query(`INSERT INTO devices (id, account_id, name, status) VALUES ($1, $2, $3, 'PENDING')`, [id, accountId, trimmed]);
+    });
+    await this.bus.publish('waygate_devices', id);
+    const qr = await this.waitForQr(accountId, id, QR_WAIT_MS);
+    return { device: await this.get(accountId, id), qr };
+  }
+
+  /** The current QR code of a PENDING device, waiting briefly for the worker to show the first one. */
+  async qr(accountId: string, id: string): Promise<DeviceQr> {
+    const row = await this.row(accountId, id);
+    if (row.status !== 'PENDING') {
+      throw new AppError('CONFLICT', `The device is ${row.status}; a QR code is shown only while it waits to be linked (PENDING)`, { status: row.status });
+    }
+    const qr = await this.waitForQr(accountId, id, QR_WAIT_MS);
+    if (!qr) throw new AppError('SERVICE_UNAVAILABLE', 'No QR code yet: no worker has picked the device up; check that a worker is running');
+    return qr;
+  }
+
+  private async waitForQr(accountId: string, id: string, timeoutMs: number): Promise<DeviceQr | null> {
+    const deadline = Date.now() + timeoutMs;
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.bus.subscribe('waygate_devices', (payload) => {
+      if (payload === `qr:${id}`) wake?.();
+    });
+    try {
+      for (;;) {
+        const row = await this.row(accountId, id);
+        if (row.status === 'PENDING' && row.qr_code && row.qr_expires_at && row.qr_expires_at.getTime() > Date.now()) {
+          return { code: row.qr_code, image: await QRCode.toDataURL(row.qr_code, { margin: 1, width: 280 }), expiresAt: row.qr_expires_at };
+        }
+        if (row.status !== 'PENDING' || Date.now() >= deadline) return null;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now())));
+        });
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  /** Unlinks the device and removes it from listings; its messages stay. */
+  async remove(accountId: string, id: string): Promise<Device> {
+    const rows = await this.database.query<DeviceRow>(
+      `UPDATE devices SET removed_at = COALESCE(removed_at, now()), status = 'LOGGED_OUT',
+              logged_out_at = COALESCE(logged_out_at, now()), qr_code = NULL, qr_expires_at = NULL, updated_at = now()
+        WHERE id = $1 AND account_id = $2 RETURNING *`,
+      [id, accountId],
+    );
+    if (!rows[0]) throw new AppError('NOT_FOUND', 'Device not found');
+    await new MessageQueue(this.database, 'api', 1).failDevice(id, 'DEVICE_REMOVED', 'The device was removed before the message was sent');
+    await this.bus.publish('waygate_devices', `logout:${id}`);
+    return toDevice(rows[0]);
+  }
+
+  /** Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR). */
+  async reconnect(accountId: string, id: string): Promise<Device> {
+    const row = await this.row(accountId, id);
+    if (row.removed_at) throw new AppError('NOT_FOUND', 'Device not found');
+    if (row.status === 'LOGGED_OUT') {
+      await this.database.query(
+        `UPDATE devices SET status = 'PENDING', phone_number = NULL, last_error = NULL, updated_at = now() WHERE id = $1 AND status = 'LOGGED_OUT'`,
+        [id],
+      );
+    }
+    await this.bus.publish('waygate_devices', `reconnect:${id}`);
+    return this.get(accountId, id);
+  }
+}

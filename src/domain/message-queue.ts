@@ -1,0 +1,276 @@
+/**
+ * The messages table is the queue. Only the worker holding a device's lease claims its
+ * messages (SKIP LOCKED, direct sends first, oldest first); outcomes are written only where
+ * `claimed_by` is still this worker. Every batch of outcomes is one transaction, with the job
+ * counters and quota refunds it causes.
+ */
+import type { Database, Queryable } from '../db/client.js';
+import type { Receipt } from '../network/network.js';
+import type { MessageType } from '../network/network.js';
+import { refundQuota } from './quota.js';
+
+export interface ClaimedMessage {
+  id: string;
+  accountId: string;
+  jobId: string | null;
+  to: string;
+  type: MessageType;
+  content: string;
+  mediaUrl: string | null;
+  networkMessageId: string;
+  attempts: number;
+  priority: number;
+}
+
+export interface Outcome {
+  message: ClaimedMessage;
+  result: { ok: true } | { ok: false; permanent: boolean; code: string; message: string };
+}
+
+export interface FinalizeSummary {
+  sent: number;
+  failed: number;
+  retried: number;
+  /** Direct sends whose outcome is now known (for the API's waiters). */
+  directIds: string[];
+}
+
+/** Backoff for transient failures: 1 s, 2 s, 4 s … capped at 5 min, with ±20% jitter. */
+export function retryDelayMs(attempt: number): number {
+  const base = Math.min(300_000, 1000 * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+export class MessageQueue {
+  constructor(
+    private readonly database: Database,
+    private readonly workerId: string,
+    private readonly maxAttempts: number,
+  ) {}
+
+  /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
+  async claim(deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
+    return this.database.transaction(async (tx) => {
+      const rows = await tx.query<{
+        id: string;
+        account_id: string;
+        job_id: string | null;
+        peer: string;
+        type: MessageType;
+        content: string;
+        media_url: string | null;
+        network_message_id: string;
+        attempts: number;
+        priority: number;
+      }>(
+        `WITH due AS (
+           SELECT id FROM messages
+            WHERE device_id = $1 AND status IN ('QUEUED', 'SCHEDULED') AND due_at <= now() ${onlyDirect ? 'AND priority = 0' : ''}
+            ORDER BY priority, due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+         UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
+           FROM due WHERE m.id = due.id
+         RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.network_message_id, m.attempts, m.priority`,
+        [deviceId, limit, this.workerId],
+      );
+      const jobs = [...new Set(rows.map((r) => r.job_id).filter((id): id is string => id !== null))];
+      if (jobs.length > 0) {
+        await tx.query(`UPDATE bulk_jobs SET status = 'PROCESSING' WHERE id = ANY($1::text[]) AND status = 'SCHEDULED'`, [jobs]);
+      }
+      return rows.map((r) => ({
+        id: r.id,
+        accountId: r.account_id,
+        jobId: r.job_id,
+        to: r.peer,
+        type: r.type,
+        content: r.content,
+        mediaUrl: r.media_url,
+        networkMessageId: r.network_message_id,
+        attempts: r.attempts,
+        priority: r.priority,
+      }));
+    });
+  }
+
+  /** When the next waiting message of the device becomes due (null: none waiting). */
+  async nextDueAt(deviceId: string): Promise<Date | null> {
+    const [row] = await this.database.query<{ due_at: Date | null }>(
+      `SELECT min(due_at) AS due_at FROM messages WHERE device_id = $1 AND status IN ('QUEUED', 'SCHEDULED')`,
+      [deviceId],
+    );
+    return row?.due_at ?? null;
+  }
+
+  /** Puts claimed messages back untouched (the lease was lost before they were handed over). */
+  async release(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.database.query(
+      `UPDATE messages SET status = 'QUEUED', claimed_by = NULL, attempts = GREATEST(0, attempts - 1)
+        WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2`,
+      [ids, this.workerId],
+    );
+  }
+
+  /** Messages a dead owner left in SENDING go back to the queue; resent with the same network id. */
+  async recoverDevice(deviceId: string): Promise<number> {
+    const rows = await this.database.query(
+      `UPDATE messages SET status = 'QUEUED', claimed_by = NULL WHERE device_id = $1 AND status = 'SENDING' RETURNING id`,
+      [deviceId],
+    );
+    return rows.length;
+  }
+
+  async finalize(outcomes: Outcome[]): Promise<FinalizeSummary> {
+    const sent = outcomes.filter((o) => o.result.ok).map((o) => o.message.id);
+    const failed: { id: string; code: string; message: string }[] = [];
+    const retry: { id: string; dueAt: Date; code: string; message: string }[] = [];
+    for (const { message, result } of outcomes) {
+      if (result.ok) continue;
+      if (result.permanent || message.attempts >= this.maxAttempts) {
+        failed.push({ id: message.id, code: result.code, message: result.permanent ? result.message : `${result.message} (gave up after ${message.attempts} attempts)` });
+      } else {
+        retry.push({ id: message.id, dueAt: new Date(Date.now() + retryDelayMs(message.attempts)), code: result.code, message: result.message });
+      }
+    }
+    await this.database.transaction(async (tx) => {
+      const jobs = new Set<string>();
+      if (sent.length > 0) {
+        const done = await tx.query<{ job_id: string | null; n: number }>(
+          `WITH done AS (
+             UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
+              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING job_id)
+           SELECT job_id, count(*)::int AS n FROM done GROUP BY job_id`,
+          [sent, this.workerId],
+        );
+        await this.addJobCounts(tx, done, 'sent_count', jobs);
+      }
+      if (failed.length > 0) await this.fail(tx, failed, jobs, 'claimed');
+      if (retry.length > 0) {
+        await tx.query(
+          `UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
+             FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[]) AS r(id, due_at, code, message)
+            WHERE m.id = r.id AND m.status = 'SENDING' AND m.claimed_by = $5`,
+          [retry.map((r) => r.id), retry.map((r) => r.dueAt), retry.map((r) => r.code), retry.map((r) => r.message), this.workerId],
+        );
+      }
+      await completeJobs(tx, [...jobs]);
+    });
+    return {
+      sent: sent.length,
+      failed: failed.length,
+      retried: retry.length,
+      directIds: outcomes.filter((o) => o.message.priority === 0 && (o.result.ok || failed.some((f) => f.id === o.message.id))).map((o) => o.message.id),
+    };
+  }
+
+  /**
+   * Ends messages FAILED, with refunds and job counters: `claimed` ones only while this worker
+   * still holds them; `waiting` ones in any not-yet-final state (device logged out).
+   */
+  private async fail(tx: Queryable, failed: { id: string; code: string; message: string }[], jobs: Set<string>, which: 'claimed' | 'waiting'): Promise<void> {
+    const guard = which === 'claimed' ? `m.status = 'SENDING' AND m.claimed_by = $4` : `m.status IN ('SCHEDULED', 'QUEUED', 'SENDING') AND $4::text IS NOT NULL`;
+    const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null }>(
+      `UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = f.code, error_message = f.message
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS f(id, code, message)
+        WHERE m.id = f.id AND ${guard}
+        RETURNING m.job_id, m.account_id, m.quota_period_start`,
+      [failed.map((f) => f.id), failed.map((f) => f.code), failed.map((f) => f.message), this.workerId],
+    );
+    await refundQuota(tx, rows.map((r) => ({ accountId: r.account_id, periodStart: r.quota_period_start, count: 1 })));
+    const perJob = new Map<string, number>();
+    for (const row of rows) if (row.job_id) perJob.set(row.job_id, (perJob.get(row.job_id) ?? 0) + 1);
+    await this.addJobCounts(tx, [...perJob].map(([job_id, n]) => ({ job_id, n })), 'failed_count', jobs);
+  }
+
+  /** Fails every waiting or in-flight message of a device (logged out or removed). */
+  async failDevice(deviceId: string, code: string, message: string): Promise<number> {
+    return this.database.transaction(async (tx) => {
+      const rows = await tx.query<{ id: string }>(
+        `SELECT id FROM messages WHERE device_id = $1 AND status IN ('SCHEDULED', 'QUEUED', 'SENDING') FOR UPDATE`,
+        [deviceId],
+      );
+      if (rows.length === 0) return 0;
+      const jobs = new Set<string>();
+      await this.fail(tx, rows.map((r) => ({ id: r.id, code, message })), jobs, 'waiting');
+      await completeJobs(tx, [...jobs]);
+      return rows.length;
+    });
+  }
+
+  private async addJobCounts(tx: Queryable, counts: { job_id: string | null; n: number }[], column: 'sent_count' | 'failed_count', jobs: Set<string>): Promise<void> {
+    const list = counts.filter((c): c is { job_id: string; n: number } => c.job_id !== null && c.n > 0);
+    if (list.length === 0) return;
+    await tx.query(
+      `UPDATE bulk_jobs j SET ${column} = j.${column} + c.n FROM unnest($1::text[], $2::int[]) AS c(id, n) WHERE j.id = c.id`,
+      [list.map((c) => c.job_id), list.map((c) => c.n)],
+    );
+    for (const c of list) jobs.add(c.job_id);
+  }
+
+  /**
+   * Applies delivery and read receipts, forward only: a READ that overtakes DELIVERED lands READ
+   * and stays there; a receipt for a message still SENDING also counts it as sent.
+   */
+  async applyReceipts(deviceId: string, receipts: Receipt[]): Promise<number> {
+    if (receipts.length === 0) return 0;
+    return this.database.transaction(async (tx) => {
+      let changed = 0;
+      const jobs = new Set<string>();
+      for (const status of ['DELIVERED', 'READ'] as const) {
+        const subset = receipts.filter((r) => r.status === status);
+        if (subset.length === 0) continue;
+        const from = status === 'DELIVERED' ? `('SENDING', 'SENT')` : `('SENDING', 'SENT', 'DELIVERED')`;
+        const set =
+          status === 'DELIVERED'
+            ? `status = 'DELIVERED', delivered_at = o.at, sent_at = COALESCE(m.sent_at, o.at)`
+            : `status = 'READ', read_at = o.at, delivered_at = COALESCE(m.delivered_at, o.at), sent_at = COALESCE(m.sent_at, o.at)`;
+        const rows = await tx.query<{ job_id: string | null; sent: number; delivered: number; read: number }>(
+          `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
+                o AS (SELECT m.id, m.status AS prev, r.at FROM messages m JOIN r ON m.network_message_id = r.nid
+                       WHERE m.device_id = $1 AND m.direction = 'out' AND m.status IN ${from} FOR UPDATE OF m),
+                u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id RETURNING m.job_id, o.prev)
+           SELECT job_id,
+                  count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
+                  count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
+                  ${status === 'READ' ? 'count(*)::int' : '0'} AS read
+             FROM u GROUP BY job_id`,
+          [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at)],
+        );
+        for (const row of rows) {
+          changed += row.delivered + (status === 'READ' ? row.read - row.delivered : 0);
+          if (!row.job_id) continue;
+          jobs.add(row.job_id);
+          await tx.query(
+            `UPDATE bulk_jobs SET sent_count = sent_count + $2, delivered_count = delivered_count + $3, read_count = read_count + $4 WHERE id = $1`,
+            [row.job_id, row.sent, row.delivered, row.read],
+          );
+        }
+      }
+      await completeJobs(tx, [...jobs]);
+      return changed;
+    });
+  }
+
+  /** Stores an incoming message before the network is told it arrived; a redelivery is ignored. */
+  async storeIncoming(deviceId: string, incoming: { networkMessageId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; at: Date }, id: string): Promise<boolean> {
+    const rows = await this.database.query(
+      `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, network_message_id, received_at, created_at)
+       SELECT $1, d.account_id, d.id, 'in', $3, $4, $5, $6, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
+       ON CONFLICT (device_id, network_message_id) DO NOTHING RETURNING id`,
+      [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at],
+    );
+    return rows.length > 0;
+  }
+}
+
+/** Marks jobs COMPLETED once every message is final (sent or later, failed, or cancelled). */
+export async function completeJobs(tx: Queryable, jobIds: string[]): Promise<string[]> {
+  if (jobIds.length === 0) return [];
+  const rows = await tx.query<{ id: string }>(
+    `UPDATE bulk_jobs SET status = 'COMPLETED', completed_at = now()
+      WHERE id = ANY($1::text[]) AND status = 'PROCESSING' AND fanned_out_at IS NOT NULL
+        AND sent_count + failed_count + cancelled_count >= total_contacts
+      RETURNING id`,
+    [jobIds],
+  );
+  return rows.map((r) => r.id);
+}

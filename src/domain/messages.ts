@@ -1,0 +1,393 @@
+/**
+ * Sending: POST /messages/send and the message records. 1–10 recipients and no groups is a
+ * direct send that waits for the network's acknowledgement; more recipients, or any group, is
+ * a bulk job whose recipients are frozen at acceptance and fanned out into messages by a worker.
+ */
+import type { Bus } from '../db/bus.js';
+import type { Database, Queryable } from '../db/client.js';
+import { AppError, type FieldError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { MessageType } from '../network/network.js';
+import type { AckWaiter } from './ack-waiter.js';
+import { MAX_PAGE_SIZE, type Page } from './contacts.js';
+import {
+  BULK_JOB_COLUMNS,
+  MESSAGE_TYPES,
+  networkMessageIdFor,
+  toBulkJob,
+  toMessage,
+  type BulkJobRow,
+  type Message,
+  type MessageRow,
+  type MessageStatus,
+} from './message-model.js';
+import { normalizePhone } from './phone.js';
+import { refundQuota, reserveQuota } from './quota.js';
+
+export const DIRECT_SEND_MAX = 10;
+export const MAX_TEXT_LENGTH = 4096;
+export const MAX_CAPTION_LENGTH = 1024;
+const PAST_TOLERANCE_MS = 60_000;
+const MAX_AHEAD_MS = 365 * 24 * 3600 * 1000;
+const TIMEZONE = /(Z|[+-]\d{2}:?\d{2})$/i;
+
+export interface SendInput {
+  type: string;
+  content: string;
+  mediaUrl?: string | undefined;
+  recipients?: string[] | undefined;
+  to?: string | string[] | undefined;
+  groupIds?: string[] | undefined;
+  caption?: string | undefined;
+  scheduledAt?: string | undefined;
+  deviceId?: string | undefined;
+}
+
+export interface ValidSend {
+  type: MessageType;
+  /** Text for TEXT; the caption for media. */
+  content: string;
+  mediaUrl: string | null;
+  recipients: string[];
+  groupIds: string[];
+  scheduledAt: Date | null;
+  deviceId: string | undefined;
+}
+
+export type SendResponse =
+  | { statusCode: 200 | 202; body: { success: true; message: Message; messages: Message[]; async: boolean } }
+  | { statusCode: 202; body: { success: true; jobId: string; status: 'PROCESSING' | 'SCHEDULED'; message: string; totalContacts: number } };
+
+/** Checks every rule of the send body and reports every broken one at once. */
+export function validateSend(input: SendInput, now: Date = new Date()): ValidSend {
+  const errors: FieldError[] = [];
+  const type = input.type.toUpperCase() as MessageType;
+  if (!MESSAGE_TYPES.includes(type)) errors.push({ field: 'type', message: 'must be one of TEXT, IMAGE, VIDEO, DOCUMENT' });
+  const isMedia = type !== 'TEXT';
+
+  let content = input.content;
+  if (type === 'TEXT') {
+    if (content.trim().length === 0) errors.push({ field: 'content', message: 'must not be empty for a TEXT message' });
+    if (content.length > MAX_TEXT_LENGTH) errors.push({ field: 'content', message: `must have at most ${MAX_TEXT_LENGTH} characters` });
+    if (input.caption !== undefined) errors.push({ field: 'caption', message: 'is only for media messages (IMAGE, VIDEO, DOCUMENT)' });
+  } else {
+    content = input.caption ?? input.content;
+    if (content.length > MAX_CAPTION_LENGTH) errors.push({ field: input.caption !== undefined ? 'caption' : 'content', message: `a caption may have at most ${MAX_CAPTION_LENGTH} characters` });
+  }
+
+  let mediaUrl: string | null = null;
+  if (isMedia) {
+    if (!input.mediaUrl) errors.push({ field: 'mediaUrl', message: `is required for ${type} messages` });
+    else {
+      try {
+        const url = new URL(input.mediaUrl);
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
+        mediaUrl = url.toString();
+      } catch {
+        errors.push({ field: 'mediaUrl', message: 'must be an http(s) URL' });
+      }
+    }
+  } else if (input.mediaUrl !== undefined) {
+    errors.push({ field: 'mediaUrl', message: 'is not allowed for TEXT messages' });
+  }
+
+  const recipients: string[] = [];
+  const seen = new Set<string>();
+  const addRecipients = (list: string[], field: string): void => {
+    list.forEach((raw, index) => {
+      const phone = normalizePhone(raw);
+      if (!phone.ok) {
+        if (errors.length < 100) errors.push({ field: `${field}[${index}]`, message: phone.message });
+        return;
+      }
+      if (!seen.has(phone.digits)) {
+        seen.add(phone.digits);
+        recipients.push(phone.digits);
+      }
+    });
+  };
+  if (input.recipients) addRecipients(input.recipients, 'recipients');
+  if (input.to !== undefined) {
+    if (typeof input.to === 'string') {
+      const phone = normalizePhone(input.to);
+      if (!phone.ok) errors.push({ field: 'to', message: phone.message });
+      else if (!seen.has(phone.digits)) {
+        seen.add(phone.digits);
+        recipients.push(phone.digits);
+      }
+    } else addRecipients(input.to, 'to');
+  }
+  const groupIds = [...new Set(input.groupIds ?? [])];
+  const given = (input.recipients?.length ?? 0) + (input.to === undefined ? 0 : typeof input.to === 'string' ? 1 : input.to.length) + groupIds.length;
+  if (given === 0) errors.push({ field: 'recipients', message: 'give at least one of recipients (or to) and groupIds' });
+
+  let scheduledAt: Date | null = null;
+  if (input.scheduledAt !== undefined) {
+    const parsed = new Date(input.scheduledAt);
+    if (!TIMEZONE.test(input.scheduledAt) || Number.isNaN(parsed.getTime())) {
+      errors.push({ field: 'scheduledAt', message: 'must be an ISO 8601 date-time with a timezone, e.g. 2026-12-01T09:00:00Z' });
+    } else if (parsed.getTime() < now.getTime() - PAST_TOLERANCE_MS) {
+      errors.push({ field: 'scheduledAt', message: 'is more than 60 seconds in the past' });
+    } else if (parsed.getTime() > now.getTime() + MAX_AHEAD_MS) {
+      errors.push({ field: 'scheduledAt', message: 'is more than 365 days ahead' });
+    } else scheduledAt = parsed;
+  }
+
+  if (errors.length > 0) {
+    const first = errors[0]!;
+    throw new AppError('VALIDATION_ERROR', `${first.field} ${first.message}`, errors);
+  }
+  return { type, content, mediaUrl, recipients, groupIds, scheduledAt, deviceId: input.deviceId };
+}
+
+export class MessageService {
+  constructor(
+    private readonly database: Database,
+    private readonly bus: Bus,
+    private readonly acks: AckWaiter,
+    private readonly sendWaitMs: number,
+  ) {}
+
+  /** The device to send from: the one asked for, else the oldest CONNECTED one, else a linked but momentarily disconnected one. */
+  private async resolveDevice(tx: Queryable, accountId: string, deviceId: string | undefined): Promise<string> {
+    if (deviceId) {
+      const [device] = await tx.query<{ status: string; removed: boolean }>(
+        'SELECT status, removed_at IS NOT NULL AS removed FROM devices WHERE id = $1 AND account_id = $2',
+        [deviceId, accountId],
+      );
+      if (!device || device.removed) throw new AppError('NOT_FOUND', 'Device not found');
+      if (device.status !== 'CONNECTED' && device.status !== 'DISCONNECTED') {
+        throw new AppError('NO_CONNECTED_DEVICE', `Device ${deviceId} is ${device.status}; link it by scanning its QR code first`);
+      }
+      return deviceId;
+    }
+    const [device] = await tx.query<{ id: string }>(
+      `SELECT id FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status IN ('CONNECTED', 'DISCONNECTED')
+        ORDER BY (status = 'CONNECTED') DESC, created_at, id LIMIT 1`,
+      [accountId],
+    );
+    if (!device) throw new AppError('NO_CONNECTED_DEVICE', 'No linked device: add one with POST /devices and scan its QR code');
+    return device.id;
+  }
+
+  async send(accountId: string, input: SendInput, now: Date = new Date()): Promise<SendResponse> {
+    const valid = validateSend(input, now);
+    const scheduled = valid.scheduledAt !== null && valid.scheduledAt.getTime() > now.getTime();
+    if (valid.groupIds.length === 0 && valid.recipients.length <= DIRECT_SEND_MAX) return this.sendDirect(accountId, valid, scheduled, now);
+    return this.createBulkJob(accountId, valid, scheduled, now);
+  }
+
+  private async sendDirect(accountId: string, valid: ValidSend, scheduled: boolean, now: Date): Promise<SendResponse> {
+    const ids = valid.recipients.map(() => newId('msg'));
+    const status: MessageStatus = scheduled ? 'SCHEDULED' : 'QUEUED';
+    const dueAt = scheduled ? valid.scheduledAt! : now;
+    const deviceId = await this.database.transaction(async (tx) => {
+      const device = await this.resolveDevice(tx, accountId, valid.deviceId);
+      const periodStart = await reserveQuota(tx, accountId, ids.length, now);
+      await tx.query(
+        `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, priority, due_at,
+                               network_message_id, quota_period_start, scheduled_at, queued_at)
+         SELECT m.id, $1, $2, 'out', m.peer, $3, $4, $5, $6, 0, $7, m.nid, $8, $9, CASE WHEN $6 = 'QUEUED' THEN now() END
+           FROM unnest($10::text[], $11::text[], $12::text[]) AS m(id, peer, nid)`,
+        [accountId, device, valid.type, valid.content, valid.mediaUrl, status, dueAt, periodStart, valid.scheduledAt, ids, valid.recipients, ids.map(networkMessageIdFor)],
+      );
+      await tx.query(`SELECT pg_notify('waygate_dispatch', $1)`, [device]);
+      return device;
+    });
+    void deviceId;
+
+    if (!scheduled && this.sendWaitMs > 0) {
+      await this.acks.wait(ids, this.sendWaitMs, async () => {
+        const rows = await this.database.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::text[]) AND status IN ('QUEUED', 'SENDING')`,
+          [ids],
+        );
+        return (rows[0]?.n ?? 0) === 0;
+      });
+    }
+    const rows = await this.database.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
+    const byId = new Map(rows.map((row) => [row.id, toMessage(row)]));
+    const messages = ids.map((id) => byId.get(id)!);
+    const settled = messages.every((m) => !['SCHEDULED', 'QUEUED', 'SENDING'].includes(m.status));
+    return {
+      statusCode: settled ? 200 : 202,
+      body: { success: true, message: messages[0]!, messages, async: !settled },
+    };
+  }
+
+  private async createBulkJob(accountId: string, valid: ValidSend, scheduled: boolean, now: Date): Promise<SendResponse> {
+    const jobId = newId('job');
+    const status = scheduled ? 'SCHEDULED' : 'PROCESSING';
+    const total = await this.database.transaction(async (tx) => {
+      const device = await this.resolveDevice(tx, accountId, valid.deviceId);
+      if (valid.groupIds.length > 0) {
+        const found = await tx.query<{ id: string }>('SELECT id FROM groups WHERE account_id = $1 AND id = ANY($2::text[])', [accountId, valid.groupIds]);
+        const known = new Set(found.map((g) => g.id));
+        const missing = valid.groupIds.filter((id) => !known.has(id));
+        if (missing.length > 0) {
+          throw new AppError(
+            'VALIDATION_ERROR',
+            `No such group: ${missing.join(', ')}`,
+            missing.map((id) => ({ field: `groupIds[${valid.groupIds.indexOf(id)}]`, message: `no group ${id} in this account` })),
+          );
+        }
+      }
+      // The recipient set is frozen now, de-duplicated by phone: explicit recipients in request
+      // order, then group members. Node never holds it as objects; it stays one array in one row.
+      const [job] = await tx.query<{ total_contacts: number }>(
+        `INSERT INTO bulk_jobs (id, account_id, device_id, status, type, content, media_url, recipients, group_ids, total_contacts, scheduled_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(r.list, '{}'), $9, COALESCE(cardinality(r.list), 0), $10
+           FROM (SELECT array_agg(phone ORDER BY ord) AS list FROM (
+                   SELECT DISTINCT ON (phone) phone, ord FROM (
+                     SELECT p AS phone, o AS ord FROM unnest($8::text[]) WITH ORDINALITY AS t(p, o)
+                     UNION ALL
+                     SELECT c.phone_number, 1e12 + row_number() OVER (ORDER BY gm.group_id, gm.added_at, c.id)
+                       FROM group_members gm JOIN contacts c ON c.id = gm.contact_id
+                      WHERE gm.group_id = ANY($9::text[]) AND c.account_id = $2
+                   ) AS everyone ORDER BY phone, ord
+                 ) AS unique_phones) AS r
+         RETURNING total_contacts`,
+        [jobId, accountId, device, status, valid.type, valid.content, valid.mediaUrl, valid.recipients, valid.groupIds, valid.scheduledAt],
+      );
+      const count = job!.total_contacts;
+      if (count === 0) {
+        throw new AppError('VALIDATION_ERROR', 'The groups have no members and no recipients were given: nothing to send', [
+          { field: 'groupIds', message: 'the groups are empty' },
+        ]);
+      }
+      const periodStart = await reserveQuota(tx, accountId, count, now);
+      await tx.query('UPDATE bulk_jobs SET quota_period_start = $2 WHERE id = $1', [jobId, periodStart]);
+      await tx.query(`SELECT pg_notify('waygate_dispatch', 'fanout')`);
+      return count;
+    });
+    return {
+      statusCode: 202,
+      body: {
+        success: true,
+        jobId,
+        status,
+        totalContacts: total,
+        message: `Bulk job ${jobId} created for ${total} recipient${total === 1 ? '' : 's'}${scheduled ? `, scheduled for ${valid.scheduledAt!.toISOString()}` : ''}`,
+      },
+    };
+  }
+
+  async list(
+    accountId: string,
+    options: { page: number; limit: number; status?: MessageStatus | undefined; jobId?: string | undefined; to?: string | undefined; deviceId?: string | undefined; direction?: 'in' | 'out' | undefined },
+  ): Promise<Page<Message>> {
+    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
+    const where = ['account_id = $1'];
+    const params: unknown[] = [accountId];
+    const add = (clause: string, value: unknown): void => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (options.status) add('status = ?', options.status);
+    if (options.jobId) add('job_id = ?', options.jobId);
+    if (options.deviceId) add('device_id = ?', options.deviceId);
+    if (options.direction) add('direction = ?', options.direction);
+    if (options.to) {
+      const phone = normalizePhone(options.to);
+      if (!phone.ok) throw new AppError('VALIDATION_ERROR', `to ${phone.message}`, [{ field: 'to', message: phone.message }]);
+      add('peer = ?', phone.digits);
+    }
+    const clause = where.join(' AND ');
+    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE ${clause}`, params);
+    const rows = await this.database.query<MessageRow>(
+      `SELECT * FROM messages WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, limit, (options.page - 1) * limit],
+    );
+    return { data: rows.map(toMessage), meta: { total: count?.n ?? 0, page: options.page, limit } };
+  }
+
+  async get(accountId: string, id: string): Promise<Message> {
+    const [row] = await this.database.query<MessageRow>('SELECT * FROM messages WHERE id = $1 AND account_id = $2', [id, accountId]);
+    if (!row) throw new AppError('NOT_FOUND', 'Message not found');
+    return toMessage(row);
+  }
+
+  /** Cancels a message that has not been handed to the network yet (SCHEDULED or QUEUED). */
+  async cancel(accountId: string, id: string): Promise<Message> {
+    await this.database.transaction(async (tx) => {
+      const [row] = await tx.query<{ status: MessageStatus; job_id: string | null; quota_period_start: Date | null }>(
+        'SELECT status, job_id, quota_period_start FROM messages WHERE id = $1 AND account_id = $2 FOR UPDATE',
+        [id, accountId],
+      );
+      if (!row) throw new AppError('NOT_FOUND', 'Message not found');
+      if (row.status !== 'SCHEDULED' && row.status !== 'QUEUED') {
+        throw new AppError('CONFLICT', `The message is ${row.status}; only SCHEDULED or QUEUED messages can be cancelled`, { status: row.status });
+      }
+      await tx.query(`UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), claimed_by = NULL WHERE id = $1`, [id]);
+      await refundQuota(tx, [{ accountId, periodStart: row.quota_period_start, count: 1 }]);
+      if (row.job_id) {
+        await tx.query(
+          `UPDATE bulk_jobs SET cancelled_count = cancelled_count + 1,
+                  status = CASE WHEN status = 'PROCESSING' AND fanned_out_at IS NOT NULL
+                                 AND sent_count + failed_count + cancelled_count + 1 >= total_contacts THEN 'COMPLETED' ELSE status END,
+                  completed_at = CASE WHEN status = 'PROCESSING' AND fanned_out_at IS NOT NULL
+                                 AND sent_count + failed_count + cancelled_count + 1 >= total_contacts THEN now() ELSE completed_at END
+            WHERE id = $1`,
+          [row.job_id],
+        );
+      }
+    });
+    return this.get(accountId, id);
+  }
+}
+
+export class BulkJobService {
+  constructor(private readonly database: Database) {}
+
+  async list(accountId: string, options: { page: number; limit: number; status?: string | undefined }): Promise<Page<ReturnType<typeof toBulkJob>>> {
+    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
+    const params: unknown[] = [accountId];
+    let filter = '';
+    if (options.status) {
+      params.push(options.status);
+      filter = ' AND status = $2';
+    }
+    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM bulk_jobs WHERE account_id = $1${filter}`, params);
+    const rows = await this.database.query<BulkJobRow>(
+      `SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE account_id = $1${filter} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, limit, (options.page - 1) * limit],
+    );
+    return { data: rows.map(toBulkJob), meta: { total: count?.n ?? 0, page: options.page, limit } };
+  }
+
+  async get(accountId: string, id: string): Promise<ReturnType<typeof toBulkJob>> {
+    const [row] = await this.database.query<BulkJobRow>(`SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    if (!row) throw new AppError('NOT_FOUND', 'Bulk job not found');
+    return toBulkJob(row);
+  }
+
+  /**
+   * Cancels a job: messages not yet handed to the network, and recipients not yet fanned out,
+   * are CANCELLED and refunded. Messages already SENDING finish and count as sent or failed.
+   */
+  async cancel(accountId: string, id: string): Promise<ReturnType<typeof toBulkJob>> {
+    await this.database.transaction(async (tx) => {
+      const [job] = await tx.query<{ status: string; total_contacts: number; fanout_offset: number; fanned_out_at: Date | null; quota_period_start: Date | null }>(
+        'SELECT status, total_contacts, fanout_offset, fanned_out_at, quota_period_start FROM bulk_jobs WHERE id = $1 AND account_id = $2 FOR UPDATE',
+        [id, accountId],
+      );
+      if (!job) throw new AppError('NOT_FOUND', 'Bulk job not found');
+      if (job.status !== 'SCHEDULED' && job.status !== 'PROCESSING') {
+        throw new AppError('CONFLICT', `The job is ${job.status}; only SCHEDULED or PROCESSING jobs can be cancelled`, { status: job.status });
+      }
+      const cancelled = await tx.query<{ id: string }>(
+        `UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), claimed_by = NULL
+          WHERE job_id = $1 AND status IN ('SCHEDULED', 'QUEUED') RETURNING id`,
+        [id],
+      );
+      const notFannedOut = job.fanned_out_at ? 0 : job.total_contacts - job.fanout_offset;
+      const count = cancelled.length + notFannedOut;
+      await tx.query(
+        `UPDATE bulk_jobs SET status = 'CANCELLED', cancelled_at = now(), cancelled_count = cancelled_count + $2, recipients = NULL WHERE id = $1`,
+        [id, count],
+      );
+      await refundQuota(tx, [{ accountId, periodStart: job.quota_period_start, count }]);
+    });
+    return this.get(accountId, id);
+  }
+}

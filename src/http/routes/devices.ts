@@ -1,0 +1,117 @@
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { DeviceService } from '../../domain/devices.js';
+import { auth } from '../auth.js';
+import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+
+const DeviceStatus = Type.Union([Type.Literal('PENDING'), Type.Literal('CONNECTED'), Type.Literal('DISCONNECTED'), Type.Literal('LOGGED_OUT')]);
+
+export const DeviceSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  status: DeviceStatus,
+  phoneNumber: Type.Union([Type.String(), Type.Null()], { description: 'The linked number, once CONNECTED' }),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  connectedAt: NullableTimestamp,
+  disconnectedAt: NullableTimestamp,
+  loggedOutAt: NullableTimestamp,
+  removedAt: NullableTimestamp,
+});
+
+const QrSchema = Type.Object({
+  code: Type.String({ description: 'The text encoded in the QR code' }),
+  image: Type.String({ description: 'PNG data URL of the QR code' }),
+  expiresAt: Timestamp,
+});
+
+export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }> = async (app, { devices }) => {
+  app.get(
+    '/devices',
+    {
+      config: { scope: 'devices:read' },
+      schema: {
+        tags: ['devices'],
+        summary: 'List linked devices (newest first; removed ones are left out)',
+        querystring: Type.Object({ ...PageQuery, status: Type.Optional(DeviceStatus) }, { additionalProperties: false }),
+        response: { 200: successPage(DeviceSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50, status } = request.query;
+      return { success: true as const, ...(await devices.list(auth(request).accountId, { page, limit, status })) };
+    },
+  );
+
+  app.post(
+    '/devices',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['devices'],
+        summary: 'Add a device: answers with its first QR code to scan with the phone',
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }),
+        response: {
+          201: Type.Object({ success: Type.Literal(true), data: DeviceSchema, qr: Type.Union([QrSchema, Type.Null()], { description: 'null when no worker has shown a code yet; poll GET /devices/:id/qr' }) }),
+          ...errorResponses('FORBIDDEN', 'PLAN_LIMIT'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { device, qr } = await devices.create(auth(request).accountId, request.body.name);
+      return reply.status(201).send({ success: true as const, data: device, qr });
+    },
+  );
+
+  app.get(
+    '/devices/:id',
+    {
+      config: { scope: 'devices:read' },
+      schema: { tags: ['devices'], summary: 'Read a device', params: IdParams, response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+    },
+    async (request) => ({ success: true as const, data: await devices.get(auth(request).accountId, request.params.id) }),
+  );
+
+  app.get(
+    '/devices/:id/qr',
+    {
+      config: { scope: 'devices:read' },
+      schema: {
+        tags: ['devices'],
+        summary: 'The current QR code of a PENDING device (codes rotate; fetch again after expiresAt)',
+        params: IdParams,
+        response: { 200: successData(QrSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'SERVICE_UNAVAILABLE') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await devices.qr(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/devices/:id/reconnect',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['devices'],
+        summary: 'Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR)',
+        params: IdParams,
+        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await devices.reconnect(auth(request).accountId, request.params.id) }),
+  );
+
+  app.delete(
+    '/devices/:id',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['devices'],
+        summary: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_LOGGED_OUT)',
+        params: IdParams,
+        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await devices.remove(auth(request).accountId, request.params.id) }),
+  );
+};

@@ -1,0 +1,211 @@
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { IdempotencyService } from '../../domain/idempotency.js';
+import type { BulkJobService, MessageService } from '../../domain/messages.js';
+import { auth } from '../auth.js';
+import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+
+const MessageStatus = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
+const MessageType = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' });
+const JobStatus = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const MessageSchema = Type.Object({
+  id: Type.String(),
+  direction: Type.Union([Type.Literal('out'), Type.Literal('in')]),
+  deviceId: Type.String(),
+  jobId: NullableString,
+  to: Type.Union([Type.String(), Type.Null()], { description: 'Recipient of an outgoing message' }),
+  from: Type.Union([Type.String(), Type.Null()], { description: 'Sender of an incoming message' }),
+  type: MessageType,
+  content: Type.String({ description: 'Text, or the caption of a media message' }),
+  mediaUrl: NullableString,
+  status: MessageStatus,
+  attempts: Type.Integer(),
+  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+  scheduledAt: NullableTimestamp,
+  createdAt: Timestamp,
+  queuedAt: NullableTimestamp,
+  sentAt: NullableTimestamp,
+  deliveredAt: NullableTimestamp,
+  readAt: NullableTimestamp,
+  failedAt: NullableTimestamp,
+  cancelledAt: NullableTimestamp,
+  receivedAt: NullableTimestamp,
+});
+
+export const BulkJobSchema = Type.Object({
+  id: Type.String(),
+  status: JobStatus,
+  deviceId: Type.String(),
+  type: MessageType,
+  totalContacts: Type.Integer(),
+  sentCount: Type.Integer({ description: 'Messages SENT or further along' }),
+  failedCount: Type.Integer(),
+  deliveredCount: Type.Integer(),
+  readCount: Type.Integer(),
+  cancelledCount: Type.Integer(),
+  scheduledAt: NullableTimestamp,
+  createdAt: Timestamp,
+  completedAt: NullableTimestamp,
+  cancelledAt: NullableTimestamp,
+});
+
+const Phone = Type.String({ minLength: 1, maxLength: 40 });
+
+const SendBody = Type.Object(
+  {
+    type: Type.String({ description: 'TEXT, IMAGE, VIDEO or DOCUMENT (any case)', minLength: 1, maxLength: 20 }),
+    content: Type.String({ maxLength: 4096, description: 'Text for TEXT; caption for media (unless caption is given)' }),
+    mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL, fetched when sending; required for media types' })),
+    recipients: Type.Optional(Type.Array(Phone, { maxItems: 100_000, description: 'Phone numbers in E.164, as digits' })),
+    to: Type.Optional(Type.Union([Phone, Type.Array(Phone, { maxItems: 100_000 })], { description: 'Alias of recipients (the /v1 overview form)' })),
+    groupIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000 })),
+    caption: Type.Optional(Type.String({ maxLength: 1024 })),
+    scheduledAt: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 date-time with a timezone; at most 365 days ahead' })),
+    deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  { additionalProperties: false },
+);
+
+const DirectResponse = Type.Object({
+  success: Type.Literal(true),
+  message: MessageSchema,
+  messages: Type.Array(MessageSchema, { description: 'Every recipient, in request order' }),
+  async: Type.Boolean({ description: 'false once the network has acknowledged (or refused) every message' }),
+});
+const BulkResponse = Type.Object({
+  success: Type.Literal(true),
+  jobId: Type.String(),
+  status: Type.Union([Type.Literal('PROCESSING'), Type.Literal('SCHEDULED')]),
+  message: Type.String(),
+  totalContacts: Type.Integer(),
+});
+
+export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService; bulkJobs: BulkJobService; idempotency: IdempotencyService }> = async (
+  app,
+  { messages, bulkJobs, idempotency },
+) => {
+  app.post(
+    '/messages/send',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['messages'],
+        summary: 'Send a message, or create a bulk job (more than 10 recipients, or any groupIds)',
+        description:
+          '1–10 recipients and no groups: a direct send, answered 200 once the network has acknowledged it (202 when scheduled or not yet acknowledged). ' +
+          'Otherwise a bulk job, answered 202 with jobId. Optional `Idempotency-Key` header (≤ 255 characters, kept 24 h).',
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }),
+        body: SendBody,
+        response: {
+          200: DirectResponse,
+          202: Type.Union([DirectResponse, BulkResponse]),
+          ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'QUOTA_EXCEEDED', 'NO_CONNECTED_DEVICE', 'PAYLOAD_TOO_LARGE'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { accountId } = auth(request);
+      const key = request.headers['idempotency-key'];
+      const run = async () => messages.send(accountId, request.body);
+      if (typeof key === 'string') {
+        const result = await idempotency.run(accountId, key, request.body, run);
+        if (result.replayed) reply.header('Idempotent-Replayed', 'true');
+        return reply.status(result.statusCode as 200 | 202).send(result.body as Awaited<ReturnType<typeof run>>['body']);
+      }
+      const result = await run();
+      return reply.status(result.statusCode).send(result.body);
+    },
+  );
+
+  app.get(
+    '/messages',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['messages'],
+        summary: 'List messages (newest first), sent and received',
+        querystring: Type.Object(
+          {
+            ...PageQuery,
+            status: Type.Optional(MessageStatus),
+            jobId: Type.Optional(Type.String({ maxLength: 100 })),
+            to: Type.Optional(Type.String({ maxLength: 40, description: 'The other party: recipient, or sender of an incoming message' })),
+            deviceId: Type.Optional(Type.String({ maxLength: 100 })),
+            direction: Type.Optional(Type.Union([Type.Literal('out'), Type.Literal('in')])),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: successPage(MessageSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50, ...filters } = request.query;
+      return { success: true as const, ...(await messages.list(auth(request).accountId, { page, limit, ...filters })) };
+    },
+  );
+
+  app.get(
+    '/messages/bulk-jobs',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['bulk jobs'],
+        summary: 'List bulk jobs (newest first)',
+        querystring: Type.Object({ ...PageQuery, status: Type.Optional(JobStatus) }, { additionalProperties: false }),
+        response: { 200: successPage(BulkJobSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50, status } = request.query;
+      return { success: true as const, ...(await bulkJobs.list(auth(request).accountId, { page, limit, status })) };
+    },
+  );
+
+  app.get(
+    '/messages/bulk-jobs/:id',
+    {
+      config: { scope: 'messages:read' },
+      schema: { tags: ['bulk jobs'], summary: 'Read a bulk job with its live counters', params: IdParams, response: { 200: successData(BulkJobSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+    },
+    async (request) => ({ success: true as const, data: await bulkJobs.get(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/messages/bulk-jobs/:id/cancel',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['bulk jobs'],
+        summary: 'Cancel a bulk job: messages not yet handed to the network are cancelled and refunded',
+        params: IdParams,
+        response: { 200: successData(BulkJobSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await bulkJobs.cancel(auth(request).accountId, request.params.id) }),
+  );
+
+  app.get(
+    '/messages/:id',
+    {
+      config: { scope: 'messages:read' },
+      schema: { tags: ['messages'], summary: 'Read a message', params: IdParams, response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+    },
+    async (request) => ({ success: true as const, data: await messages.get(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/messages/:id/cancel',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['messages'],
+        summary: 'Cancel a SCHEDULED or QUEUED message (refunded)',
+        params: IdParams,
+        response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await messages.cancel(auth(request).accountId, request.params.id) }),
+  );
+};

@@ -1,0 +1,145 @@
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Database } from '../../db/client.js';
+import { normalizePhone } from '../../domain/phone.js';
+import type { SandboxWorld } from '../../network/sandbox/world.js';
+import { AppError } from '../../errors.js';
+import { auth } from '../auth.js';
+import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+
+const Phone = Type.String({ minLength: 1, maxLength: 40 });
+
+const SandboxMessage = Type.Object({
+  networkMessageId: Type.String(),
+  deviceId: Type.String(),
+  to: Type.String(),
+  type: Type.String(),
+  content: Type.String(),
+  mediaBytes: Type.Union([Type.Integer(), Type.Null()]),
+  mediaType: Type.Union([Type.String(), Type.Null()]),
+  fileName: Type.Union([Type.String(), Type.Null()]),
+  sendCalls: Type.Integer({ description: 'How many times the gateway handed this message to the network' }),
+  delivered: Type.Integer({ description: 'Copies that reached the phone; never more than 1' }),
+  read: Type.Integer(),
+  acceptedAt: Timestamp,
+  deliveredAt: NullableTimestamp,
+  readAt: NullableTimestamp,
+});
+
+function digits(value: string, field: string): string {
+  const phone = normalizePhone(value);
+  if (!phone.ok) throw new AppError('VALIDATION_ERROR', `${field} ${phone.message}`, [{ field, message: phone.message }]);
+  return phone.digits;
+}
+
+/** Test helpers that play the phone and the network. Only with NETWORK=sandbox; they touch only the caller's account. */
+export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; database: Database }> = async (app, { world, database }) => {
+  const ownDevice = async (accountId: string, deviceId: string): Promise<void> => {
+    const rows = await database.query('SELECT 1 FROM devices WHERE id = $1 AND account_id = $2 AND removed_at IS NULL', [deviceId, accountId]);
+    if (rows.length === 0) throw new AppError('NOT_FOUND', 'Device not found');
+  };
+
+  app.post(
+    '/sandbox/scan',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['sandbox'],
+        summary: 'Play the phone scanning a QR code: the device becomes CONNECTED as phoneNumber',
+        body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 200 }), phoneNumber: Phone }, { additionalProperties: false }),
+        response: { 200: successData(Type.Object({ deviceId: Type.String(), phoneNumber: Type.String() })), ...errorResponses('NOT_FOUND') },
+      },
+    },
+    async (request) => {
+      const { accountId } = auth(request);
+      const phoneNumber = digits(request.body.phoneNumber, 'phoneNumber');
+      const [row] = await database.query<{ device_id: string }>(
+        'SELECT q.device_id FROM sandbox_qr_codes q JOIN devices d ON d.id = q.device_id WHERE q.code = $1 AND d.account_id = $2',
+        [request.body.code, accountId],
+      );
+      if (!row) throw new AppError('NOT_FOUND', 'No device of this account shows that QR code');
+      const result = await world.scan(request.body.code, phoneNumber);
+      if (!result.ok) {
+        throw new AppError('VALIDATION_ERROR', result.reason === 'expired' ? 'That QR code has expired; scan the current one' : 'Unknown QR code', [
+          { field: 'code', message: result.reason === 'expired' ? 'has expired' : 'is not a code the network showed' },
+        ]);
+      }
+      return { success: true as const, data: { deviceId: result.deviceId, phoneNumber } };
+    },
+  );
+
+  app.post(
+    '/sandbox/incoming',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['sandbox'],
+        summary: 'Play an incoming message to a device',
+        body: Type.Object(
+          {
+            deviceId: Type.String({ minLength: 1, maxLength: 100 }),
+            from: Phone,
+            type: Type.Optional(Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' })),
+            content: Type.String({ maxLength: 4096 }),
+            mediaUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 202: successData(Type.Object({ networkMessageId: Type.String() })), ...errorResponses('NOT_FOUND') },
+      },
+    },
+    async (request, reply) => {
+      const { accountId } = auth(request);
+      await ownDevice(accountId, request.body.deviceId);
+      const networkMessageId = await world.addIncoming({
+        deviceId: request.body.deviceId,
+        from: digits(request.body.from, 'from'),
+        type: request.body.type ?? 'TEXT',
+        content: request.body.content,
+        mediaUrl: request.body.mediaUrl,
+      });
+      return reply.status(202).send({ success: true as const, data: { networkMessageId } });
+    },
+  );
+
+  app.post(
+    '/sandbox/devices/:id/disconnect',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['sandbox'],
+        summary: 'Play a dropped connection (network; reconnects by itself) or an unlink from the phone (logout)',
+        params: IdParams,
+        body: Type.Object({ reason: Type.Union([Type.Literal('network'), Type.Literal('logout')]) }, { additionalProperties: false }),
+        response: { 200: successData(Type.Object({ deviceId: Type.String(), reason: Type.String() })), ...errorResponses('NOT_FOUND', 'CONFLICT') },
+      },
+    },
+    async (request) => {
+      const { accountId } = auth(request);
+      await ownDevice(accountId, request.params.id);
+      const changed = await world.setPhoneState(request.params.id, request.body.reason === 'logout' ? 'unlinked' : 'dropped');
+      if (!changed) throw new AppError('CONFLICT', 'The device is not linked to a phone');
+      return { success: true as const, data: { deviceId: request.params.id, reason: request.body.reason } };
+    },
+  );
+
+  app.get(
+    '/sandbox/messages',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['sandbox'],
+        summary: 'What the network received from this account, with sendCalls and delivered',
+        querystring: Type.Object({ ...PageQuery, to: Type.Optional(Phone), deviceId: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
+        response: { 200: successPage(SandboxMessage), ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const { accountId } = auth(request);
+      const { page = 1, to, deviceId } = request.query;
+      const limit = Math.min(request.query.limit ?? 50, 1000);
+      const { total, items } = await world.listMessages(accountId, { to: to ? digits(to, 'to') : undefined, deviceId }, limit, (page - 1) * limit);
+      return { success: true as const, data: items, meta: { total, page, limit } };
+    },
+  );
+};

@@ -1,0 +1,15 @@
+import type { Config } from '../config.js';
+import type { Bus } from '../db/bus.js';
+import type { Database } from '../db/client.js';
+import type { Network } from './network.js';
+import { SandboxNetwork } from './sandbox/sandbox-network.js';
+import { SandboxWorld } from './sandbox/world.js';
+
+export function createSandboxWorld(config: Config, database: Database, bus: Bus): SandboxWorld {
+  return new SandboxWorld(database, bus, config.sandboxReceiptMs);
+}
+
+export async function createNetwork(config: Config, database: Database, bus: Bus): Promise<Network> {
+  if (config.network === 'sandbox') return new SandboxNetwork(createSandboxWorld(config, database, bus), bus, config.sandboxQrMs);
+  throw new Error('NETWORK=whatsapp is not available in this version yet; use NETWORK=sandbox');
+}

@@ -1,0 +1,86 @@
+/**
+ * The boundary to a messaging network. Two implementations sit beside this file: `sandbox/`
+ * (simulated, deterministic, the default) and `whatsapp/` (Baileys). Nothing outside
+ * src/network knows which one is in use.
+ *
+ * A session belongs to one device and runs in the worker that holds the device's lease. It
+ * reports what happens on the network through `onEvent`; the caller turns those events into
+ * state changes.
+ */
+export type MessageType = 'TEXT' | 'IMAGE' | 'VIDEO' | 'DOCUMENT';
+
+export interface OutgoingMedia {
+  data: Buffer;
+  mimeType: string;
+  fileName?: string | undefined;
+}
+
+export interface OutgoingMessage {
+  /** Chosen by Waygate and stable across resends, so the network de-duplicates a resend. */
+  networkMessageId: string;
+  to: string;
+  type: MessageType;
+  /** Text for TEXT, caption for media. */
+  content: string;
+  media?: OutgoingMedia | undefined;
+  /** Account that owns the device (the sandbox keeps it for its per-account views). */
+  accountId: string;
+}
+
+export type SendResult =
+  | { ok: true }
+  | { ok: false; permanent: boolean; code: string; message: string };
+
+export interface Receipt {
+  networkMessageId: string;
+  status: 'DELIVERED' | 'READ';
+  at: Date;
+}
+
+export type DisconnectReason = 'network' | 'logout' | 'replaced' | 'error';
+
+export type NetworkEvent =
+  | { type: 'qr'; code: string; expiresAt: Date }
+  | { type: 'connected'; phoneNumber: string }
+  | { type: 'disconnected'; reason: DisconnectReason; message: string }
+  | { type: 'receipts'; receipts: Receipt[] }
+  | {
+      type: 'incoming';
+      networkMessageId: string;
+      from: string;
+      messageType: MessageType;
+      content: string;
+      mediaUrl?: string | undefined;
+      at: Date;
+    }
+  | { type: 'warning'; code: string; message: string };
+
+export interface SessionHandlers {
+  /** Awaited: the session does not report the next event (nor acknowledge an incoming message) before it settles. */
+  onEvent(event: NetworkEvent): Promise<void>;
+}
+
+export interface NetworkSession {
+  /** Resolves on the network's acknowledgement (server ack), or with the failure. */
+  send(message: OutgoingMessage): Promise<SendResult>;
+  /** Reconnect after a transient drop; resolves when the attempt has been made. */
+  reconnect(): Promise<void>;
+  /** Unlink the device from the phone (DELETE /devices/:id). */
+  logout(): Promise<void>;
+  /** Stop the session without unlinking (lease lost, shutdown). */
+  close(): Promise<void>;
+}
+
+export interface DeviceInfo {
+  id: string;
+  accountId: string;
+  /** The number the device was linked as, when known. */
+  phoneNumber: string | null;
+  status: 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
+}
+
+export interface Network {
+  readonly kind: 'sandbox' | 'whatsapp';
+  openSession(device: DeviceInfo, handlers: SessionHandlers): Promise<NetworkSession>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,222 @@
+/**
+ * The sandbox network: behaves like a real one through the Network interface, with its world in
+ * the database (see world.ts). One poller per process serves every session the process holds;
+ * bus notifications wake it early. Sends issued in the same tick for a device go to the world
+ * as one batch, which is what lets the sandbox take tens of thousands of messages a second.
+ */
+import type { Bus } from '../../db/bus.js';
+import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
+import type { PhoneRow, SandboxWorld } from './world.js';
+
+const POLL_MS = 100;
+
+interface PendingSend {
+  message: OutgoingMessage;
+  resolve(result: SendResult): void;
+  reject(error: unknown): void;
+}
+
+class SandboxSession implements NetworkSession {
+  private chain: Promise<void> = Promise.resolve();
+  private qrTimer: NodeJS.Timeout | undefined;
+  private lastVersion = -1;
+  private linked = false;
+  private closed = false;
+  private queue: PendingSend[] = [];
+  private flushScheduled = false;
+
+  constructor(
+    readonly device: DeviceInfo,
+    private readonly network: SandboxNetwork,
+    private readonly handlers: SessionHandlers,
+  ) {}
+
+  /** Events are reported one at a time, in order, each awaited. */
+  emit(event: NetworkEvent): Promise<void> {
+    const next = this.chain.then(() => {
+      // A closed session hands nothing over, so nothing is acknowledged on its behalf.
+      if (this.closed) throw new Error('session closed');
+      return this.handlers.onEvent(event);
+    });
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  async start(): Promise<void> {
+    const [phone] = await this.network.world.phones([this.device.id]);
+    if (phone) await this.onPhone(phone);
+    else await this.showQr();
+  }
+
+  async onPhone(phone: PhoneRow): Promise<void> {
+    if (phone.version === this.lastVersion || this.closed) return;
+    this.lastVersion = phone.version;
+    if (phone.state === 'linked') {
+      this.stopQr();
+      this.linked = true;
+      await this.emit({ type: 'connected', phoneNumber: phone.phone_number });
+    } else if (phone.state === 'dropped') {
+      this.linked = false;
+      await this.emit({ type: 'disconnected', reason: 'network', message: 'The connection to the network dropped' });
+    } else {
+      this.linked = false;
+      this.stopQr();
+      await this.emit({ type: 'disconnected', reason: 'logout', message: 'The device was unlinked from the phone' });
+    }
+  }
+
+  private async showQr(): Promise<void> {
+    if (this.closed || this.linked) return;
+    const ttl = this.network.qrMs;
+    const { code, expiresAt } = await this.network.world.issueQr(this.device.id, ttl);
+    await this.emit({ type: 'qr', code, expiresAt });
+    // A new code is shown before the current one expires, so a scan never meets an expired code.
+    this.qrTimer = setTimeout(() => void this.showQr().catch(() => undefined), Math.max(500, ttl - Math.min(5_000, ttl / 4)));
+    this.qrTimer.unref();
+  }
+
+  private stopQr(): void {
+    if (this.qrTimer) clearTimeout(this.qrTimer);
+    this.qrTimer = undefined;
+  }
+
+  send(message: OutgoingMessage): Promise<SendResult> {
+    if (this.closed || !this.linked) {
+      return Promise.resolve({ ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected' });
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ message, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      const results = await this.network.world.accept(this.device.id, batch.map((p) => p.message));
+      batch.forEach((pending, index) => pending.resolve(results[index]!));
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    }
+  }
+
+  async reconnect(): Promise<void> {
+    await this.network.world.reconnect(this.device.id);
+    this.network.wake();
+  }
+
+  async logout(): Promise<void> {
+    await this.network.world.setPhoneState(this.device.id, 'unlinked');
+    await this.close();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopQr();
+    this.network.forget(this.device.id, this);
+    await this.chain;
+  }
+}
+
+export class SandboxNetwork implements Network {
+  readonly kind = 'sandbox' as const;
+  private readonly sessions = new Map<string, SandboxSession>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private again = false;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    readonly world: SandboxWorld,
+    private readonly bus: Bus,
+    readonly qrMs: number,
+  ) {}
+
+  async openSession(device: DeviceInfo, handlers: SessionHandlers): Promise<NetworkSession> {
+    const session = new SandboxSession(device, this, handlers);
+    this.sessions.set(device.id, session);
+    if (!this.timer) {
+      this.timer = setInterval(() => this.wake(), POLL_MS);
+      this.timer.unref();
+      this.unsubscribe = this.bus.subscribe('waygate_sandbox', (deviceId) => {
+        if (this.sessions.has(deviceId)) this.wake();
+      });
+    }
+    await session.start();
+    return session;
+  }
+
+  forget(deviceId: string, session: SandboxSession): void {
+    if (this.sessions.get(deviceId) === session) this.sessions.delete(deviceId);
+  }
+
+  /** Runs a poll now, or right after the one in progress. */
+  wake(): void {
+    if (this.polling) {
+      this.again = true;
+      return;
+    }
+    this.polling = this.poll()
+      .catch(() => undefined)
+      .finally(() => {
+        this.polling = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async poll(): Promise<void> {
+    const ids = [...this.sessions.keys()];
+    if (ids.length === 0) return;
+    for (const phone of await this.world.phones(ids)) await this.sessions.get(phone.device_id)?.onPhone(phone);
+
+    const receipts = await this.world.dueReceipts(ids);
+    if (receipts.length > 0) {
+      const byDevice = new Map<string, typeof receipts>();
+      for (const receipt of receipts) {
+        const list = byDevice.get(receipt.deviceId) ?? [];
+        list.push(receipt);
+        byDevice.set(receipt.deviceId, list);
+      }
+      const handed: typeof receipts = [];
+      for (const [deviceId, list] of byDevice) {
+        const session = this.sessions.get(deviceId);
+        if (!session) continue;
+        await session.emit({ type: 'receipts', receipts: list.map(({ networkMessageId, status, at }) => ({ networkMessageId, status, at })) });
+        handed.push(...list);
+      }
+      await this.world.markReceipts(handed);
+    }
+
+    for (const incoming of await this.world.pendingIncoming(ids)) {
+      const session = this.sessions.get(incoming.deviceId);
+      if (!session) continue;
+      await session.emit({
+        type: 'incoming',
+        networkMessageId: incoming.networkMessageId,
+        from: incoming.from,
+        messageType: incoming.type,
+        content: incoming.content,
+        mediaUrl: incoming.mediaUrl ?? undefined,
+        at: incoming.createdAt,
+      });
+      // Acknowledged only once Waygate has stored it.
+      await this.world.ackIncoming(incoming.seq);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.unsubscribe?.();
+    await Promise.all([...this.sessions.values()].map((session) => session.close()));
+    await this.polling;
+  }
+}

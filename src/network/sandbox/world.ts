@@ -1,0 +1,283 @@
+/**
+ * The sandbox network's world, kept in the database so that it is one world for every process
+ * (API and workers may be separate): the QR codes it has handed out, the phones linked to
+ * devices, the messages it has received, and incoming messages waiting to be handed to Waygate.
+ *
+ * Magic recipients, by their last four digits: 0000 not on the network (permanent failure);
+ * 0001 never delivered; 0002 delivered, never read; 0003 a transient failure on the first
+ * attempt, then normal.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Database } from '../../db/client.js';
+import type { Bus } from '../../db/bus.js';
+import type { MessageType, OutgoingMessage, SendResult } from '../network.js';
+
+export type PhoneState = 'linked' | 'dropped' | 'unlinked';
+
+export interface PhoneRow {
+  device_id: string;
+  phone_number: string;
+  state: PhoneState;
+  version: number;
+}
+
+export interface SandboxMessageView {
+  networkMessageId: string;
+  deviceId: string;
+  to: string;
+  type: string;
+  content: string;
+  mediaBytes: number | null;
+  mediaType: string | null;
+  fileName: string | null;
+  sendCalls: number;
+  delivered: number;
+  read: number;
+  acceptedAt: Date;
+  deliveredAt: Date | null;
+  readAt: Date | null;
+}
+
+export interface DueReceipt {
+  deviceId: string;
+  networkMessageId: string;
+  status: 'DELIVERED' | 'READ';
+  at: Date;
+}
+
+export interface IncomingRow {
+  seq: number;
+  deviceId: string;
+  networkMessageId: string;
+  from: string;
+  type: MessageType;
+  content: string;
+  mediaUrl: string | null;
+  createdAt: Date;
+}
+
+export const magicEnding = (to: string): string => to.slice(-4);
+
+export class SandboxWorld {
+  constructor(
+    private readonly database: Database,
+    private readonly bus: Bus,
+    private readonly receiptMs: number,
+  ) {}
+
+  private wake(deviceId: string): Promise<void> {
+    return this.bus.publish('waygate_sandbox', deviceId);
+  }
+
+  async issueQr(deviceId: string, ttlMs: number): Promise<{ code: string; expiresAt: Date }> {
+    const code = `sandbox-${randomBytes(12).toString('base64url')}`;
+    const expiresAt = new Date(Date.now() + ttlMs);
+    await this.database.query('DELETE FROM sandbox_qr_codes WHERE device_id = $1 AND expires_at < now()', [deviceId]);
+    await this.database.query('INSERT INTO sandbox_qr_codes (code, device_id, expires_at) VALUES ($1, $2, $3)', [code, deviceId, expiresAt]);
+    return { code, expiresAt };
+  }
+
+  /** The phone scans a code: the device it was shown for becomes linked as phoneNumber. */
+  async scan(code: string, phoneNumber: string): Promise<{ ok: true; deviceId: string } | { ok: false; reason: 'unknown' | 'expired' }> {
+    const [row] = await this.database.query<{ device_id: string; expired: boolean }>(
+      'SELECT device_id, expires_at < now() AS expired FROM sandbox_qr_codes WHERE code = $1',
+      [code],
+    );
+    if (!row) return { ok: false, reason: 'unknown' };
+    if (row.expired) return { ok: false, reason: 'expired' };
+    await this.database.query(
+      `INSERT INTO sandbox_phones (device_id, phone_number, state) VALUES ($1, $2, 'linked')
+       ON CONFLICT (device_id) DO UPDATE SET phone_number = EXCLUDED.phone_number, state = 'linked',
+         changed_at = now(), version = sandbox_phones.version + 1`,
+      [row.device_id, phoneNumber],
+    );
+    await this.database.query('DELETE FROM sandbox_qr_codes WHERE device_id = $1', [row.device_id]);
+    await this.wake(row.device_id);
+    return { ok: true, deviceId: row.device_id };
+  }
+
+  async phones(deviceIds: string[]): Promise<PhoneRow[]> {
+    if (deviceIds.length === 0) return [];
+    return this.database.query<PhoneRow>(
+      'SELECT device_id, phone_number, state, version FROM sandbox_phones WHERE device_id = ANY($1::text[])',
+      [deviceIds],
+    );
+  }
+
+  /** Plays a drop of the connection (`dropped`) or an unlink from the phone (`unlinked`). */
+  async setPhoneState(deviceId: string, state: PhoneState): Promise<boolean> {
+    const rows = await this.database.query(
+      `UPDATE sandbox_phones SET state = $2, changed_at = now(), version = version + 1
+        WHERE device_id = $1 AND state <> 'unlinked' RETURNING device_id`,
+      [deviceId, state],
+    );
+    if (rows.length > 0) await this.wake(deviceId);
+    return rows.length > 0;
+  }
+
+  /** A dropped phone comes back when the gateway reconnects. */
+  async reconnect(deviceId: string): Promise<void> {
+    await this.database.query(
+      `UPDATE sandbox_phones SET state = 'linked', changed_at = now(), version = version + 1
+        WHERE device_id = $1 AND state = 'dropped'`,
+      [deviceId],
+    );
+  }
+
+  /**
+   * Accepts a batch of messages from one device in one statement. A message id seen before is
+   * not delivered again: only its sendCalls grows.
+   */
+  async accept(deviceId: string, batch: OutgoingMessage[]): Promise<SendResult[]> {
+    const results: SendResult[] = new Array(batch.length);
+    const onNetwork: number[] = [];
+    batch.forEach((message, index) => {
+      if (magicEnding(message.to) === '0000') {
+        results[index] = { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: `${message.to} is not on the network` };
+      } else {
+        onNetwork.push(index);
+      }
+    });
+    if (onNetwork.length === 0) return results;
+    const pick = <T>(f: (m: OutgoingMessage) => T): T[] => onNetwork.map((i) => f(batch[i]!));
+    const rows = await this.database.query<{ network_message_id: string; send_calls: number; to: string }>(
+      `INSERT INTO sandbox_messages AS sm
+         (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, deliver_at, read_at)
+       SELECT m.nid, $1, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name,
+              CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE now() + $10 * interval '1 millisecond' END,
+              CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
+              AS m(nid, account_id, rcpt, type, content, media_bytes, media_type, file_name)
+       ON CONFLICT (device_id, network_message_id) DO UPDATE SET
+         send_calls = sm.send_calls + 1,
+         deliver_at = COALESCE(sm.deliver_at, CASE WHEN right(sm."to", 4) = '0001' THEN NULL ELSE now() + $10 * interval '1 millisecond' END),
+         read_at = COALESCE(sm.read_at, CASE WHEN right(sm."to", 4) IN ('0001', '0002') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END)
+       RETURNING network_message_id, send_calls, "to"`,
+      [
+        deviceId,
+        pick((m) => m.networkMessageId),
+        pick((m) => m.accountId),
+        pick((m) => m.to),
+        pick((m) => m.type),
+        pick((m) => m.content),
+        pick((m) => m.media?.data.length ?? null),
+        pick((m) => m.media?.mimeType ?? null),
+        pick((m) => m.media?.fileName ?? null),
+        this.receiptMs,
+      ],
+    );
+    const calls = new Map(rows.map((row) => [row.network_message_id, row]));
+    for (const index of onNetwork) {
+      const row = calls.get(batch[index]!.networkMessageId);
+      if (row && magicEnding(row.to) === '0003' && row.send_calls === 1) {
+        results[index] = { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
+      } else {
+        results[index] = { ok: true };
+      }
+    }
+    return results;
+  }
+
+  /** Receipts whose time has come, not yet handed over. Handing over is confirmed by markReceipts. */
+  async dueReceipts(deviceIds: string[], limit = 5000): Promise<DueReceipt[]> {
+    if (deviceIds.length === 0) return [];
+    const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
+      `(SELECT device_id, network_message_id, 'DELIVERED' AS status, deliver_at AS at FROM sandbox_messages
+          WHERE delivered = 0 AND deliver_at <= now() AND device_id = ANY($1::text[]) ORDER BY deliver_at LIMIT $2)
+       UNION ALL
+       (SELECT device_id, network_message_id, 'READ' AS status, read_at AS at FROM sandbox_messages
+          WHERE read = 0 AND read_at <= now() AND device_id = ANY($1::text[]) ORDER BY read_at LIMIT $2)`,
+      [deviceIds, limit],
+    );
+    return rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, status: r.status, at: r.at }));
+  }
+
+  async markReceipts(receipts: DueReceipt[]): Promise<void> {
+    for (const status of ['DELIVERED', 'READ'] as const) {
+      const subset = receipts.filter((r) => r.status === status);
+      if (subset.length === 0) continue;
+      const column = status === 'DELIVERED' ? 'delivered = 1, delivered_at = now()' : 'read = 1, read_receipt_at = now()';
+      await this.database.query(
+        `UPDATE sandbox_messages SET ${column}
+          WHERE (device_id, network_message_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+        [subset.map((r) => r.deviceId), subset.map((r) => r.networkMessageId)],
+      );
+    }
+  }
+
+  async addIncoming(input: { deviceId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined }): Promise<string> {
+    const networkMessageId = `SBX${randomBytes(10).toString('hex').toUpperCase()}`;
+    await this.database.query(
+      'INSERT INTO sandbox_incoming (device_id, network_message_id, "from", type, content, media_url) VALUES ($1, $2, $3, $4, $5, $6)',
+      [input.deviceId, networkMessageId, input.from, input.type, input.content, input.mediaUrl ?? null],
+    );
+    await this.wake(input.deviceId);
+    return networkMessageId;
+  }
+
+  async pendingIncoming(deviceIds: string[], limit = 100): Promise<IncomingRow[]> {
+    if (deviceIds.length === 0) return [];
+    const rows = await this.database.query<{
+      seq: number;
+      device_id: string;
+      network_message_id: string;
+      from: string;
+      type: MessageType;
+      content: string;
+      media_url: string | null;
+      created_at: Date;
+    }>('SELECT * FROM sandbox_incoming WHERE device_id = ANY($1::text[]) ORDER BY seq LIMIT $2', [deviceIds, limit]);
+    return rows.map((r) => ({
+      seq: Number(r.seq),
+      deviceId: r.device_id,
+      networkMessageId: r.network_message_id,
+      from: r.from,
+      type: r.type,
+      content: r.content,
+      mediaUrl: r.media_url,
+      createdAt: r.created_at,
+    }));
+  }
+
+  /** The network's acknowledgement of an incoming message: it is not handed over again. */
+  async ackIncoming(seq: number): Promise<void> {
+    await this.database.query('DELETE FROM sandbox_incoming WHERE seq = $1', [seq]);
+  }
+
+  async listMessages(accountId: string, filter: { to?: string | undefined; deviceId?: string | undefined }, limit: number, offset: number): Promise<{ total: number; items: SandboxMessageView[] }> {
+    const where = ['account_id = $1'];
+    const params: unknown[] = [accountId];
+    if (filter.to) {
+      params.push(filter.to);
+      where.push(`"to" = $${params.length}`);
+    }
+    if (filter.deviceId) {
+      params.push(filter.deviceId);
+      where.push(`device_id = $${params.length}`);
+    }
+    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM sandbox_messages WHERE ${where.join(' AND ')}`, params);
+    const rows = await this.database.query<Record<string, unknown>>(
+      `SELECT * FROM sandbox_messages WHERE ${where.join(' AND ')} ORDER BY accepted_at, network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, limit, offset],
+    );
+    return {
+      total: count?.n ?? 0,
+      items: rows.map((r) => ({
+        networkMessageId: r.network_message_id as string,
+        deviceId: r.device_id as string,
+        to: r.to as string,
+        type: r.type as string,
+        content: r.content as string,
+        mediaBytes: r.media_bytes as number | null,
+        mediaType: r.media_type as string | null,
+        fileName: r.file_name as string | null,
+        sendCalls: r.send_calls as number,
+        delivered: r.delivered as number,
+        read: r.read as number,
+        acceptedAt: r.accepted_at as Date,
+        deliveredAt: r.delivered_at as Date | null,
+        readAt: r.read_receipt_at as Date | null,
+      })),
+    };
+  }
+}

@@ -1,0 +1,64 @@
+/** Fetches a message's media at send time, through the SSRF guard, within the size cap of its type. */
+import type { MessageType, OutgoingMedia } from '../network/network.js';
+import type { GuardedHttp} from './ssrf.js';
+import { UnsafeUrlError, unsafeCause } from './ssrf.js';
+
+export const MEDIA_LIMITS: Record<Exclude<MessageType, 'TEXT'>, number> = {
+  IMAGE: 5 * 1024 * 1024,
+  VIDEO: 16 * 1024 * 1024,
+  DOCUMENT: 100 * 1024 * 1024,
+};
+
+export type MediaResult = { ok: true; media: OutgoingMedia } | { ok: false; permanent: boolean; code: string; message: string };
+
+const FETCH_TIMEOUT_MS = 30_000;
+
+function fileNameOf(url: URL, contentDisposition: string | null): string | undefined {
+  const fromHeader = contentDisposition ? /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(contentDisposition)?.[1] : undefined;
+  if (fromHeader) return decodeURIComponent(fromHeader);
+  const last = url.pathname.split('/').filter(Boolean).pop();
+  return last ? decodeURIComponent(last) : undefined;
+}
+
+export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: Exclude<MessageType, 'TEXT'>): Promise<MediaResult> {
+  const limit = MEDIA_LIMITS[type];
+  try {
+    const response = await http.request(rawUrl, { timeoutMs: FETCH_TIMEOUT_MS, allowPrivate: http.allowPrivate });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      return { ok: false, permanent: true, code: 'MEDIA_REDIRECT', message: `The media URL answered ${response.status} (redirects are not followed)` };
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      const permanent = response.status < 500 && response.status !== 429;
+      return { ok: false, permanent, code: 'MEDIA_UNREACHABLE', message: `The media URL answered HTTP ${response.status}` };
+    }
+    const declared = Number(response.headers.get('content-length') ?? NaN);
+    if (Number.isFinite(declared) && declared > limit) {
+      await response.body?.cancel();
+      return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is ${declared} bytes; ${type} allows ${limit}` };
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body ?? []) {
+      size += (chunk as Uint8Array).length;
+      if (size > limit) {
+        return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is over ${limit} bytes, the limit for ${type}` };
+      }
+      chunks.push(Buffer.from(chunk as Uint8Array));
+    }
+    const url = new URL(rawUrl);
+    return {
+      ok: true,
+      media: {
+        data: Buffer.concat(chunks),
+        mimeType: (response.headers.get('content-type') ?? 'application/octet-stream').split(';')[0]!.trim(),
+        fileName: fileNameOf(url, response.headers.get('content-disposition')),
+      },
+    };
+  } catch (error) {
+    const unsafe = error instanceof UnsafeUrlError ? error : unsafeCause(error);
+    if (unsafe) return { ok: false, permanent: true, code: 'MEDIA_URL_REFUSED', message: unsafe.message };
+    return { ok: false, permanent: false, code: 'MEDIA_UNREACHABLE', message: `The media could not be fetched: ${(error as Error).message}` };
+  }
+}

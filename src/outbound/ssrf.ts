@@ -1,0 +1,144 @@
+/**
+ * Outbound HTTP to user-given URLs (webhooks, mediaUrl) without SSRF: http(s) only, no
+ * redirects, every address the host resolves to must be public, and the connection goes to the
+ * address that was checked (the check happens inside the connection's own DNS lookup, so a
+ * second resolution cannot swap in a private address). ALLOW_PRIVATE_URLS lifts the address
+ * check for local development.
+ */
+import dns from 'node:dns';
+import net from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent, fetch, type Response } from 'undici';
+
+export class UnsafeUrlError extends Error {
+  constructor(
+    readonly code: 'URL_INVALID' | 'URL_SCHEME' | 'URL_PRIVATE_ADDRESS' | 'URL_UNRESOLVABLE',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UnsafeUrlError';
+  }
+}
+
+const PRIVATE_HINT = 'set ALLOW_PRIVATE_URLS=true to allow private addresses for local development';
+
+/** True for an address on the public internet; false for loopback, private, link-local, CGNAT, multicast, reserved and their IPv4-mapped forms. */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  const range = parsed.range();
+  if (parsed.kind() === 'ipv6') {
+    // NAT64 and 6to4 embed IPv4 addresses; refuse them rather than decode every scheme.
+    return range === 'unicast';
+  }
+  return range === 'unicast';
+}
+
+export function checkUrlShape(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UnsafeUrlError('URL_INVALID', `Not a valid URL: ${raw}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UnsafeUrlError('URL_SCHEME', 'Only http and https URLs are allowed');
+  if (url.username || url.password) throw new UnsafeUrlError('URL_INVALID', 'URLs with credentials are not allowed');
+  return url;
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      const list = addresses as dns.LookupAddress[];
+      if (list.length === 0) return callback(Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' }), []);
+      if (!allowPrivate) {
+        const bad = list.find((entry) => !isPublicAddress(entry.address));
+        if (bad) {
+          return callback(
+            Object.assign(new UnsafeUrlError('URL_PRIVATE_ADDRESS', `${hostname} resolves to ${bad.address}, which is not a public address (${PRIVATE_HINT})`), {
+              code: 'EPRIVATEADDRESS',
+            }),
+            [],
+          );
+        }
+      }
+      // Connect to exactly the address we checked.
+      if (options.all) return callback(null, list);
+      return callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+}
+
+export interface GuardedFetchOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  timeoutMs: number;
+  allowPrivate: boolean;
+}
+
+export class GuardedHttp {
+  private readonly agent: Agent;
+
+  constructor(readonly allowPrivate: boolean) {
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(allowPrivate) as never },
+      connections: 256,
+    });
+  }
+
+  /** Checks a URL before it is stored (literal addresses are checked without DNS). */
+  async validate(raw: string): Promise<URL> {
+    const url = checkUrlShape(raw);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (this.allowPrivate) return url;
+    if (net.isIP(host)) {
+      if (!isPublicAddress(host)) throw new UnsafeUrlError('URL_PRIVATE_ADDRESS', `${host} is not a public address (${PRIVATE_HINT})`);
+      return url;
+    }
+    let addresses: dns.LookupAddress[];
+    try {
+      addresses = await dns.promises.lookup(host, { all: true });
+    } catch {
+      throw new UnsafeUrlError('URL_UNRESOLVABLE', `${host} does not resolve`);
+    }
+    const bad = addresses.find((entry) => !isPublicAddress(entry.address));
+    if (bad) throw new UnsafeUrlError('URL_PRIVATE_ADDRESS', `${host} resolves to ${bad.address}, which is not a public address (${PRIVATE_HINT})`);
+    return url;
+  }
+
+  /** One request, no redirects followed (a 3xx is returned as it is, for the caller to treat as a failure). */
+  async request(raw: string, options: GuardedFetchOptions): Promise<Response> {
+    const url = checkUrlShape(raw);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (!this.allowPrivate && net.isIP(host) && !isPublicAddress(host)) {
+      throw new UnsafeUrlError('URL_PRIVATE_ADDRESS', `${host} is not a public address (${PRIVATE_HINT})`);
+    }
+    return fetch(url, {
+      method: options.method ?? 'GET',
+      headers: options.headers,
+      body: options.body,
+      redirect: 'manual',
+      dispatcher: this.agent,
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+/** Finds an UnsafeUrlError inside undici's wrapped connection errors. */
+export function unsafeCause(error: unknown): UnsafeUrlError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current; depth++) {
+    if (current instanceof UnsafeUrlError) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,262 @@
+/**
+ * One linked device inside the worker that holds its lease: its network session, the events
+ * the network reports (QR, connection, receipts, incoming), and its dispatch loop — direct sends
+ * before bulk, bulk paced by BULK_DELAY_MS with jitter, scheduled messages claimed when due.
+ */
+import type { Logger } from 'pino';
+import type { Bus } from '../db/bus.js';
+import type { Database } from '../db/client.js';
+import { newId } from '../ids.js';
+import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
+import { fetchMedia, type MediaResult } from '../outbound/media.js';
+import type { GuardedHttp } from '../outbound/ssrf.js';
+import type { ClaimedMessage, MessageQueue, Outcome } from '../domain/message-queue.js';
+
+export interface DeviceRunnerOptions {
+  device: DeviceInfo;
+  network: Network;
+  queue: MessageQueue;
+  database: Database;
+  bus: Bus;
+  http: GuardedHttp;
+  log: Logger;
+  workerId: string;
+  bulkDelayMs: { min: number; max: number };
+  /** Messages per claim when bulk traffic is not paced. */
+  batchSize: number;
+  /** Called when the device leaves this worker by itself (logged out). */
+  onLoggedOut(deviceId: string): void;
+  /** False once the lease may have lapsed: stop handing messages over. */
+  leaseValid(): boolean;
+}
+
+const MAX_IDLE_WAIT_MS = 1_000;
+const RECONNECT_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
+
+export class DeviceRunner {
+  private session: NetworkSession | undefined;
+  private status: DeviceInfo['status'];
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private nextBulkAt = 0;
+  private reconnectAttempt = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: DeviceRunnerOptions) {
+    this.status = options.device.status;
+  }
+
+  get deviceId(): string {
+    return this.options.device.id;
+  }
+
+  async start(): Promise<void> {
+    this.session = await this.options.network.openSession(this.options.device, { onEvent: (event) => this.onEvent(event) });
+    this.loop = this.dispatchLoop().catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'dispatch loop failed'));
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  async reconnectNow(): Promise<void> {
+    if (this.status === 'DISCONNECTED') {
+      this.reconnectAttempt = 0;
+      await this.session?.reconnect();
+    }
+  }
+
+  /** Drains: no new claims, the batch in flight finishes, then the session closes (or unlinks). */
+  async stop(options: { logout: boolean }): Promise<void> {
+    this.stopped = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.wake();
+    await this.loop;
+    if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));
+    else await this.session?.close().catch(() => undefined);
+  }
+
+  private async setDevice(sql: string, params: unknown[]): Promise<boolean> {
+    const rows = await this.options.database.query(sql, params);
+    if (rows.length > 0) await this.options.bus.publish('waygate_devices', `status:${this.deviceId}`);
+    return rows.length > 0;
+  }
+
+  private async onEvent(event: NetworkEvent): Promise<void> {
+    const { database, bus, queue, log } = this.options;
+    const id = this.deviceId;
+    switch (event.type) {
+      case 'qr':
+        await database.query(`UPDATE devices SET qr_code = $2, qr_expires_at = $3, updated_at = now() WHERE id = $1 AND status = 'PENDING'`, [
+          id,
+          event.code,
+          event.expiresAt,
+        ]);
+        await bus.publish('waygate_devices', `qr:${id}`);
+        return;
+      case 'connected':
+        this.reconnectAttempt = 0;
+        if (
+          await this.setDevice(
+            `UPDATE devices SET status = 'CONNECTED', phone_number = $2, connected_at = now(), qr_code = NULL, qr_expires_at = NULL,
+                    last_error = NULL, updated_at = now()
+              WHERE id = $1 AND status IN ('PENDING', 'DISCONNECTED') RETURNING id`,
+            [id, event.phoneNumber],
+          )
+        ) {
+          log.info({ deviceId: id }, 'device connected');
+        }
+        this.status = 'CONNECTED';
+        this.wake();
+        return;
+      case 'disconnected':
+        if (event.reason === 'logout') {
+          await this.setDevice(
+            `UPDATE devices SET status = 'LOGGED_OUT', logged_out_at = now(), last_error = $2, qr_code = NULL, qr_expires_at = NULL,
+                    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+              WHERE id = $1 AND status <> 'LOGGED_OUT' RETURNING id`,
+            [id, event.message],
+          );
+          this.status = 'LOGGED_OUT';
+          const failed = await queue.failDevice(id, 'DEVICE_LOGGED_OUT', 'The device was unlinked from the phone before the message was sent');
+          log.info({ deviceId: id, failedMessages: failed }, 'device logged out');
+          this.stopped = true;
+          this.wake();
+          this.options.onLoggedOut(id);
+          return;
+        }
+        await this.setDevice(
+          `UPDATE devices SET status = 'DISCONNECTED', disconnected_at = now(), last_error = $2, updated_at = now()
+            WHERE id = $1 AND status = 'CONNECTED' RETURNING id`,
+          [id, event.message],
+        );
+        if (this.status === 'CONNECTED') this.status = 'DISCONNECTED';
+        this.scheduleReconnect();
+        return;
+      case 'receipts':
+        await queue.applyReceipts(id, event.receipts);
+        return;
+      case 'incoming':
+        await queue.storeIncoming(id, { ...event, type: event.messageType }, newId('msg'));
+        return;
+      case 'warning':
+        log.warn({ deviceId: id, code: event.code }, event.message);
+        await database.query('UPDATE devices SET last_error = $2, updated_at = now() WHERE id = $1', [id, `${event.code}: ${event.message}`]);
+        return;
+    }
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.reconnectTimer) return;
+    const delay = RECONNECT_BACKOFF_MS[Math.min(this.reconnectAttempt, RECONNECT_BACKOFF_MS.length - 1)]!;
+    this.reconnectAttempt++;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.stopped || this.status !== 'DISCONNECTED') return;
+      void this.session
+        ?.reconnect()
+        .catch((error: unknown) => this.options.log.warn({ err: error, deviceId: this.deviceId }, 'reconnect failed'))
+        .finally(() => {
+          // Still down after the attempt: try again later, further apart.
+          setTimeout(() => {
+            if (this.status === 'DISCONNECTED') this.scheduleReconnect();
+          }, 200).unref();
+        });
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, ms));
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  private async dispatchLoop(): Promise<void> {
+    const { queue, bulkDelayMs, batchSize, log } = this.options;
+    const paced = bulkDelayMs.max > 0;
+    while (!this.stopped) {
+      if (this.status !== 'CONNECTED' || !this.options.leaseValid()) {
+        await this.sleep(MAX_IDLE_WAIT_MS);
+        continue;
+      }
+      try {
+        const direct = await queue.claim(this.deviceId, paced ? 50 : batchSize, paced);
+        if (direct.length > 0) {
+          await this.sendBatch(direct);
+          if (paced && direct.some((m) => m.priority > 0)) this.paceBulk();
+          continue;
+        }
+        if (paced) {
+          const wait = this.nextBulkAt - Date.now();
+          if (wait > 0) {
+            await this.sleep(wait);
+            continue;
+          }
+          const bulk = await queue.claim(this.deviceId, 1, false);
+          if (bulk.length > 0) {
+            await this.sendBatch(bulk);
+            this.paceBulk();
+            continue;
+          }
+        }
+        const next = await queue.nextDueAt(this.deviceId);
+        await this.sleep(next ? Math.min(MAX_IDLE_WAIT_MS, next.getTime() - Date.now()) : MAX_IDLE_WAIT_MS);
+      } catch (error) {
+        log.error({ err: error, deviceId: this.deviceId }, 'dispatch failed; retrying');
+        await this.sleep(MAX_IDLE_WAIT_MS);
+      }
+    }
+  }
+
+  private paceBulk(): void {
+    const { min, max } = this.options.bulkDelayMs;
+    this.nextBulkAt = Date.now() + min + Math.random() * (max - min);
+  }
+
+  private async sendBatch(messages: ClaimedMessage[]): Promise<void> {
+    const { queue, bus, http } = this.options;
+    if (!this.options.leaseValid() || !this.session) {
+      await queue.release(messages.map((m) => m.id));
+      return;
+    }
+    const media = new Map<string, Promise<MediaResult>>();
+    const session = this.session;
+    const outcomes: Outcome[] = await Promise.all(
+      messages.map(async (message): Promise<Outcome> => {
+        try {
+          let attachment: OutgoingMedia | undefined;
+          if (message.type !== 'TEXT' && message.mediaUrl) {
+            const key = `${message.type} ${message.mediaUrl}`;
+            if (!media.has(key)) media.set(key, fetchMedia(http, message.mediaUrl, message.type));
+            const fetched = await media.get(key)!;
+            if (!fetched.ok) return { message, result: fetched };
+            attachment = fetched.media;
+          }
+          const result = await session.send({
+            networkMessageId: message.networkMessageId,
+            to: message.to,
+            type: message.type,
+            content: message.content,
+            media: attachment,
+            accountId: message.accountId,
+          });
+          return { message, result };
+        } catch (error) {
+          return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
+        }
+      }),
+    );
+    const summary = await queue.finalize(outcomes);
+    // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
+    for (let i = 0; i < summary.directIds.length; i += 200) {
+      await bus.publish('waygate_acks', summary.directIds.slice(i, i + 200).join(','));
+    }
+  }
+}
