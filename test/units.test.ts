@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
 import { normalizePhone, phoneSearchDigits } from '../src/domain/phone.js';
-import { addMonthsClamped, currentPeriod } from '../src/domain/plans.js';
 import { hashPassword, verifyPassword } from '../src/domain/passwords.js';
 import { AppError, ERROR_STATUS, codeToStatus } from '../src/errors.js';
 import { newId } from '../src/ids.js';
@@ -99,27 +98,6 @@ describe('phone numbers', () => {
   it('reads phone-like searches as digits', () => {
     expect(phoneSearchDigits('+62 812')).toBe('62812');
     expect(phoneSearchDigits('ann')).toBeUndefined();
-  });
-});
-
-describe('plan periods', () => {
-  it('clamps month ends', () => {
-    expect(addMonthsClamped(new Date('2026-01-31T10:00:00Z'), 1).toISOString()).toBe('2026-02-28T10:00:00.000Z');
-    expect(addMonthsClamped(new Date('2028-01-31T10:00:00Z'), 1).toISOString()).toBe('2028-02-29T10:00:00.000Z');
-  });
-
-  it('finds the period containing now, anchored on the plan start', () => {
-    const anchor = new Date('2026-01-15T12:00:00Z');
-    expect(currentPeriod(anchor, 'month', new Date('2026-01-20T00:00:00Z'))).toEqual({
-      start: new Date('2026-01-15T12:00:00Z'),
-      end: new Date('2026-02-15T12:00:00Z'),
-    });
-    expect(currentPeriod(anchor, 'month', new Date('2026-03-15T11:59:59Z')).start.toISOString()).toBe('2026-02-15T12:00:00.000Z');
-    expect(currentPeriod(anchor, 'month', new Date('2026-03-15T12:00:00Z')).start.toISOString()).toBe('2026-03-15T12:00:00.000Z');
-    expect(currentPeriod(anchor, 'year', new Date('2027-06-01T00:00:00Z'))).toEqual({
-      start: new Date('2027-01-15T12:00:00Z'),
-      end: new Date('2028-01-15T12:00:00Z'),
-    });
   });
 });
 

@@ -10,7 +10,10 @@ export type BusChannel = 'waygate_dispatch' | 'waygate_acks' | 'waygate_devices'
 type Handler = (payload: string) => void;
 
 export interface Bus {
+  /** Notifies every process, this one included (through LISTEN). */
   publish(channel: BusChannel, payload: string): Promise<void>;
+  /** Notifies this process's subscribers now, without a round trip (they may hear a publish of the same news again). */
+  local(channel: BusChannel, payload: string): void;
   subscribe(channel: BusChannel, handler: Handler): () => void;
   close(): Promise<void>;
 }
@@ -33,6 +36,7 @@ export function createBus(database: Database): Bus {
       async publish(channel, payload) {
         await database.query('SELECT pg_notify($1, $2)', [channel, payload]);
       },
+      local: deliver,
       subscribe(channel, handler) {
         if (!handlers.has(channel)) {
           handlers.set(channel, new Set());
@@ -77,6 +81,7 @@ export function createBus(database: Database): Bus {
     async publish(channel, payload) {
       await database.pool!.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    local: deliver,
     subscribe(channel, handler) {
       if (!handlers.has(channel)) handlers.set(channel, new Set());
       handlers.get(channel)!.add(handler);

@@ -75,9 +75,15 @@ export const usagePeriods = pgTable(
       .notNull()
       .references(() => accounts.id, { onDelete: 'cascade' }),
     periodStart: ts('period_start').notNull(),
+    /**
+     * Plans without a quota spread their counting over 16 shards, so busy unlimited accounts do
+     * not queue on one row; plans with a quota count in shard 0, where the check is atomic.
+     * Usage is the sum over the shards.
+     */
+    shard: smallint('shard').notNull().default(0),
     messagesUsed: integer('messages_used').notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.accountId, t.periodStart] })],
+  (t) => [primaryKey({ columns: [t.accountId, t.periodStart, t.shard] })],
 );
 
 export const contacts = pgTable(
@@ -297,7 +303,6 @@ export const sandboxMessages = pgTable(
   (t) => [
     primaryKey({ columns: [t.deviceId, t.networkMessageId] }),
     index('sandbox_messages_account_idx').on(t.accountId, t.to),
-    index('sandbox_messages_deliver_idx').on(t.deviceId, t.deliverAt),
   ],
 );
 

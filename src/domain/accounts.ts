@@ -1,11 +1,11 @@
 /** Accounts (tenants), their dashboard users, plans and the usage of the current quota period. */
-import { and, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { accounts, plans, usagePeriods, users } from '../db/schema.js';
+import { accounts, plans, users } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { hashPassword } from './passwords.js';
-import { currentPeriod, type Plan, type PlanPeriod } from './plans.js';
+import type { Plan, PlanPeriod } from './plans.js';
 
 export interface AccountSummary {
   id: string;
@@ -97,11 +97,13 @@ export class AccountService {
       .where(eq(accounts.id, accountId));
     if (!row) throw new AppError('NOT_FOUND', 'Account not found');
     const plan: Plan = { ...row.plan, period: row.plan.period as PlanPeriod };
-    const period = currentPeriod(row.account.planStartedAt, plan.period, now);
-    const [usage] = await this.database.db
-      .select({ used: usagePeriods.messagesUsed })
-      .from(usagePeriods)
-      .where(and(eq(usagePeriods.accountId, accountId), eq(usagePeriods.periodStart, period.start)));
+    const [usage] = await this.database.query<{ period_start: Date; period_end: Date; used: number | null }>(
+      `SELECT p.period_start, p.period_end,
+              (SELECT COALESCE(sum(messages_used), 0)::int FROM usage_periods u WHERE u.account_id = $1 AND u.period_start = p.period_start) AS used
+         FROM waygate_period($2, $3, $4) AS p`,
+      [accountId, row.account.planStartedAt, plan.period, now],
+    );
+    const period = { start: usage!.period_start, end: usage!.period_end };
     return {
       id: row.account.id,
       name: row.account.name,

@@ -1,52 +1,65 @@
 /**
  * Lets a direct send wait for the network's acknowledgement, which the worker that owns the
- * device reports on the bus (`waygate_acks`, message ids). A poll backs the bus up, so a lost
- * notification only costs latency.
+ * device reports on the bus (`waygate_acks`, comma-separated message ids). A ticket is taken
+ * before the messages are written, so an acknowledgement that comes at once is not missed; a
+ * poll backs the bus up, so a lost notification only costs latency.
  */
 import type { Bus } from '../db/bus.js';
 
 const POLL_MS = 500;
 
+export interface AckTicket {
+  /** Resolves once every id was acknowledged (or `check()` says all is settled), or at the deadline. */
+  wait(timeoutMs: number, check: () => Promise<boolean>): Promise<void>;
+  cancel(): void;
+}
+
 export class AckWaiter {
-  private readonly wakers = new Map<string, Set<() => void>>();
+  private readonly tickets = new Map<string, Set<(id: string) => void>>();
   private readonly unsubscribe: () => void;
 
   constructor(bus: Bus) {
     this.unsubscribe = bus.subscribe('waygate_acks', (payload) => {
-      for (const id of payload.split(',')) for (const wake of this.wakers.get(id) ?? []) wake();
+      for (const id of payload.split(',')) for (const ack of this.tickets.get(id) ?? []) ack(id);
     });
   }
 
-  /** Resolves when `done()` says so, or at the deadline. */
-  async wait(ids: string[], timeoutMs: number, done: () => Promise<boolean>): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+  expect(ids: string[]): AckTicket {
+    const pending = new Set(ids);
     let wake: () => void = () => undefined;
-    const waker = (): void => wake();
+    const ack = (id: string): void => {
+      if (pending.delete(id) && pending.size === 0) wake();
+    };
     for (const id of ids) {
-      const set = this.wakers.get(id) ?? new Set();
-      set.add(waker);
-      this.wakers.set(id, set);
+      const set = this.tickets.get(id) ?? new Set();
+      set.add(ack);
+      this.tickets.set(id, set);
     }
-    try {
-      for (;;) {
-        if (await done()) return;
-        const left = deadline - Date.now();
-        if (left <= 0) return;
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(POLL_MS, left));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
-    } finally {
+    const cancel = (): void => {
       for (const id of ids) {
-        const set = this.wakers.get(id);
-        set?.delete(waker);
-        if (set?.size === 0) this.wakers.delete(id);
+        const set = this.tickets.get(id);
+        set?.delete(ack);
+        if (set?.size === 0) this.tickets.delete(id);
       }
-    }
+    };
+    return {
+      cancel,
+      async wait(timeoutMs, check) {
+        const deadline = Date.now() + timeoutMs;
+        while (pending.size > 0) {
+          const left = deadline - Date.now();
+          if (left <= 0) return;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.min(POLL_MS, left));
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          if (pending.size > 0 && (await check())) return;
+        }
+      },
+    };
   }
 
   close(): void {

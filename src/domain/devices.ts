@@ -6,7 +6,7 @@
  */
 import QRCode from 'qrcode';
 import type { Bus } from '../db/bus.js';
-import type { Database } from '../db/client.js';
+import type { Database, Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Page } from './contacts.js';
@@ -119,30 +119,37 @@ export class DeviceService {
     return row?.n ?? 0;
   }
 
+  /**
+   * Throws 403 PLAN_LIMIT when the account already has as many active devices (not logged out,
+   * not removed) as its plan allows. Call inside the transaction that adds one: the account row
+   * lock serialises concurrent adds, so the limit cannot be raced.
+   */
+  private async assertDeviceSlot(tx: Queryable, accountId: string): Promise<void> {
+    const [plan] = await tx.query<{ max_devices: number | null }>(
+      'SELECT p.max_devices FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1 FOR UPDATE OF a',
+      [accountId],
+    );
+    const maxDevices = plan?.max_devices ?? null;
+    if (maxDevices === null) return;
+    const [counted] = await tx.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status <> 'LOGGED_OUT'`,
+      [accountId],
+    );
+    const active = counted?.n ?? 0;
+    if (active >= maxDevices) {
+      throw new AppError('PLAN_LIMIT', `Your plan allows ${maxDevices} linked device${maxDevices === 1 ? '' : 's'}; remove one or upgrade the plan`, {
+        limit: maxDevices,
+        used: active,
+      });
+    }
+  }
+
   async create(accountId: string, name: string): Promise<{ device: Device; qr: DeviceQr | null }> {
     const trimmed = name.trim();
     if (!trimmed) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
     const id = newId('dev');
     await this.database.transaction(async (tx) => {
-      // The account row lock serialises concurrent creates, so the plan limit cannot be raced.
-      const [plan] = await tx.query<{ max_devices: number | null }>(
-        'SELECT p.max_devices FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1 FOR UPDATE OF a',
-        [accountId],
-      );
-      const maxDevices = plan?.max_devices ?? null;
-      if (maxDevices !== null) {
-        const [counted] = await tx.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status <> 'LOGGED_OUT'`,
-          [accountId],
-        );
-        const active = counted?.n ?? 0;
-        if (active >= maxDevices) {
-          throw new AppError('PLAN_LIMIT', `Your plan allows ${maxDevices} linked device${maxDevices === 1 ? '' : 's'}; remove one or upgrade the plan`, {
-            limit: maxDevices,
-            used: active,
-          });
-        }
-      }
+      await this.assertDeviceSlot(tx, accountId);
       await tx.query(`INSERT INTO devices (id, account_id, name, status) VALUES ($1, $2, $3, 'PENDING')`, [id, accountId, trimmed]);
     });
     await this.bus.publish('waygate_devices', id);
@@ -203,10 +210,14 @@ export class DeviceService {
     const row = await this.row(accountId, id);
     if (row.removed_at) throw new AppError('NOT_FOUND', 'Device not found');
     if (row.status === 'LOGGED_OUT') {
-      await this.database.query(
-        `UPDATE devices SET status = 'PENDING', phone_number = NULL, last_error = NULL, updated_at = now() WHERE id = $1 AND status = 'LOGGED_OUT'`,
-        [id],
-      );
+      // Linking it again makes it count against the plan's device limit once more.
+      await this.database.transaction(async (tx) => {
+        await this.assertDeviceSlot(tx, accountId);
+        await tx.query(
+          `UPDATE devices SET status = 'PENDING', phone_number = NULL, last_error = NULL, updated_at = now() WHERE id = $1 AND status = 'LOGGED_OUT'`,
+          [id],
+        );
+      });
     }
     await this.bus.publish('waygate_devices', `reconnect:${id}`);
     return this.get(accountId, id);

@@ -50,45 +50,45 @@ export class MessageQueue {
 
   /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
   async claim(deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
-    return this.database.transaction(async (tx) => {
-      const rows = await tx.query<{
-        id: string;
-        account_id: string;
-        job_id: string | null;
-        peer: string;
-        type: MessageType;
-        content: string;
-        media_url: string | null;
-        network_message_id: string;
-        attempts: number;
-        priority: number;
-      }>(
-        `WITH due AS (
-           SELECT id FROM messages
-            WHERE device_id = $1 AND status IN ('QUEUED', 'SCHEDULED') AND due_at <= now() ${onlyDirect ? 'AND priority = 0' : ''}
-            ORDER BY priority, due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+    // One statement: claim, and move the claimed messages' scheduled jobs to PROCESSING.
+    const rows = await this.database.query<{
+      id: string;
+      account_id: string;
+      job_id: string | null;
+      peer: string;
+      type: MessageType;
+      content: string;
+      media_url: string | null;
+      network_message_id: string;
+      attempts: number;
+      priority: number;
+    }>(
+      `WITH due AS (
+         SELECT id FROM messages
+          WHERE device_id = $1 AND status IN ('QUEUED', 'SCHEDULED') AND due_at <= now() ${onlyDirect ? 'AND priority = 0' : ''}
+          ORDER BY priority, due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),
+       claimed AS (
          UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
            FROM due WHERE m.id = due.id
-         RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.network_message_id, m.attempts, m.priority`,
-        [deviceId, limit, this.workerId],
-      );
-      const jobs = [...new Set(rows.map((r) => r.job_id).filter((id): id is string => id !== null))];
-      if (jobs.length > 0) {
-        await tx.query(`UPDATE bulk_jobs SET status = 'PROCESSING' WHERE id = ANY($1::text[]) AND status = 'SCHEDULED'`, [jobs]);
-      }
-      return rows.map((r) => ({
-        id: r.id,
-        accountId: r.account_id,
-        jobId: r.job_id,
-        to: r.peer,
-        type: r.type,
-        content: r.content,
-        mediaUrl: r.media_url,
-        networkMessageId: r.network_message_id,
-        attempts: r.attempts,
-        priority: r.priority,
-      }));
-    });
+         RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.network_message_id, m.attempts, m.priority),
+       started AS (
+         UPDATE bulk_jobs SET status = 'PROCESSING'
+          WHERE id IN (SELECT DISTINCT job_id FROM claimed WHERE job_id IS NOT NULL) AND status = 'SCHEDULED')
+       SELECT * FROM claimed`,
+      [deviceId, limit, this.workerId],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      accountId: r.account_id,
+      jobId: r.job_id,
+      to: r.peer,
+      type: r.type,
+      content: r.content,
+      mediaUrl: r.media_url,
+      networkMessageId: r.network_message_id,
+      attempts: r.attempts,
+      priority: r.priority,
+    }));
   }
 
   /** When the next waiting message of the device becomes due (null: none waiting). */
@@ -131,29 +131,46 @@ export class MessageQueue {
         retry.push({ id: message.id, dueAt: new Date(Date.now() + retryDelayMs(message.attempts)), code: result.code, message: result.message });
       }
     }
-    await this.database.transaction(async (tx) => {
-      const jobs = new Set<string>();
+    if (failed.length === 0 && retry.length === 0) {
+      // The common case, in one statement: mark SENT, count them into their jobs, complete the jobs that are done.
       if (sent.length > 0) {
-        const done = await tx.query<{ job_id: string | null; n: number }>(
+        await this.database.query(
           `WITH done AS (
              UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING job_id)
-           SELECT job_id, count(*)::int AS n FROM done GROUP BY job_id`,
+              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING job_id),
+           counts AS (SELECT job_id, count(*)::int AS n FROM done WHERE job_id IS NOT NULL GROUP BY job_id)
+           UPDATE bulk_jobs j SET sent_count = j.sent_count + c.n,
+                  status = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN 'COMPLETED' ELSE j.status END,
+                  completed_at = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN now() ELSE j.completed_at END
+             FROM counts c WHERE j.id = c.job_id`,
           [sent, this.workerId],
         );
-        await this.addJobCounts(tx, done, 'sent_count', jobs);
       }
-      if (failed.length > 0) await this.fail(tx, failed, jobs, 'claimed');
-      if (retry.length > 0) {
-        await tx.query(
-          `UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
-             FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[]) AS r(id, due_at, code, message)
-            WHERE m.id = r.id AND m.status = 'SENDING' AND m.claimed_by = $5`,
-          [retry.map((r) => r.id), retry.map((r) => r.dueAt), retry.map((r) => r.code), retry.map((r) => r.message), this.workerId],
-        );
-      }
-      await completeJobs(tx, [...jobs]);
-    });
+    } else {
+      await this.database.transaction(async (tx) => {
+        const jobs = new Set<string>();
+        if (sent.length > 0) {
+          const done = await tx.query<{ job_id: string | null; n: number }>(
+            `WITH done AS (
+               UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
+                WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING job_id)
+             SELECT job_id, count(*)::int AS n FROM done GROUP BY job_id`,
+            [sent, this.workerId],
+          );
+          await this.addJobCounts(tx, done, 'sent_count', jobs);
+        }
+        if (failed.length > 0) await this.fail(tx, failed, jobs, 'claimed');
+        if (retry.length > 0) {
+          await tx.query(
+            `UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
+               FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[]) AS r(id, due_at, code, message)
+              WHERE m.id = ANY($1::text[]) AND m.id = r.id AND m.status = 'SENDING' AND m.claimed_by = $5`,
+            [retry.map((r) => r.id), retry.map((r) => r.dueAt), retry.map((r) => r.code), retry.map((r) => r.message), this.workerId],
+          );
+        }
+        await completeJobs(tx, [...jobs]);
+      });
+    }
     return {
       sent: sent.length,
       failed: failed.length,
@@ -171,7 +188,7 @@ export class MessageQueue {
     const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null }>(
       `UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = f.code, error_message = f.message
          FROM unnest($1::text[], $2::text[], $3::text[]) AS f(id, code, message)
-        WHERE m.id = f.id AND ${guard}
+        WHERE m.id = ANY($1::text[]) AND m.id = f.id AND ${guard}
         RETURNING m.job_id, m.account_id, m.quota_period_start`,
       [failed.map((f) => f.id), failed.map((f) => f.code), failed.map((f) => f.message), this.workerId],
     );
@@ -219,14 +236,21 @@ export class MessageQueue {
         const subset = receipts.filter((r) => r.status === status);
         if (subset.length === 0) continue;
         const from = status === 'DELIVERED' ? `('SENDING', 'SENT')` : `('SENDING', 'SENT', 'DELIVERED')`;
+        // Timestamps never go backwards either: the network's receipt time may be earlier than the
+        // sentAt this gateway stamped on its acknowledgement (clock granularity, a slow finalize).
         const set =
           status === 'DELIVERED'
-            ? `status = 'DELIVERED', delivered_at = o.at, sent_at = COALESCE(m.sent_at, o.at)`
-            : `status = 'READ', read_at = o.at, delivered_at = COALESCE(m.delivered_at, o.at), sent_at = COALESCE(m.sent_at, o.at)`;
+            ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
+            : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
+               sent_at = COALESCE(m.sent_at, o.at)`;
         const rows = await tx.query<{ job_id: string | null; sent: number; delivered: number; read: number }>(
+          // Driven from the receipts into the (device_id, network_message_id) index, so the plan
+          // stays a handful of index lookups whatever the table statistics say.
           `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
-                o AS (SELECT m.id, m.status AS prev, r.at FROM messages m JOIN r ON m.network_message_id = r.nid
-                       WHERE m.device_id = $1 AND m.direction = 'out' AND m.status IN ${from} FOR UPDATE OF m),
+                o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
+                        SELECT m.id, m.status FROM messages m
+                         WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
+                         FOR UPDATE) AS x),
                 u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id RETURNING m.job_id, o.prev)
            SELECT job_id,
                   count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
@@ -262,12 +286,20 @@ export class MessageQueue {
   }
 }
 
-/** Marks jobs COMPLETED once every message is final (sent or later, failed, or cancelled). */
+/** SQL: true when job `j` is done once `added` more of its messages are final. */
+const JOB_DONE_AFTER = (added: string): string =>
+  `j.status = 'PROCESSING' AND j.fanned_out_at IS NOT NULL AND j.sent_count + j.failed_count + j.cancelled_count + ${added} >= j.total_contacts`;
+
+/**
+ * Marks jobs COMPLETED once every message is final (sent or later, failed, or cancelled). A job
+ * still SCHEDULED can be finished too: its messages may all end before their time (cancelled one
+ * by one, or failed when the device was unlinked).
+ */
 export async function completeJobs(tx: Queryable, jobIds: string[]): Promise<string[]> {
   if (jobIds.length === 0) return [];
   const rows = await tx.query<{ id: string }>(
     `UPDATE bulk_jobs SET status = 'COMPLETED', completed_at = now()
-      WHERE id = ANY($1::text[]) AND status = 'PROCESSING' AND fanned_out_at IS NOT NULL
+      WHERE id = ANY($1::text[]) AND status IN ('PROCESSING', 'SCHEDULED') AND fanned_out_at IS NOT NULL
         AND sent_count + failed_count + cancelled_count >= total_contacts
       RETURNING id`,
     [jobIds],

@@ -21,8 +21,9 @@ import {
   type MessageRow,
   type MessageStatus,
 } from './message-model.js';
+import { completeJobs } from './message-queue.js';
 import { normalizePhone } from './phone.js';
-import { refundQuota, reserveQuota } from './quota.js';
+import { PERIOD_CTE_SQL, quotaExceeded, RESERVE_SQL, refundQuota, reserveQuota } from './quota.js';
 
 export const DIRECT_SEND_MAX = 10;
 export const MAX_TEXT_LENGTH = 4096;
@@ -180,30 +181,75 @@ export class MessageService {
   private async sendDirect(accountId: string, valid: ValidSend, scheduled: boolean, now: Date): Promise<SendResponse> {
     const ids = valid.recipients.map(() => newId('msg'));
     const status: MessageStatus = scheduled ? 'SCHEDULED' : 'QUEUED';
+    // Listen for the acknowledgements before the messages exist, so none can be missed.
+    const ticket = scheduled || this.sendWaitMs === 0 ? undefined : this.acks.expect(ids);
     const dueAt = scheduled ? valid.scheduledAt! : now;
-    const deviceId = await this.database.transaction(async (tx) => {
-      const device = await this.resolveDevice(tx, accountId, valid.deviceId);
-      const periodStart = await reserveQuota(tx, accountId, ids.length, now);
-      await tx.query(
-        `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, priority, due_at,
+    // One statement (so one implicit transaction, and the account's usage row is locked only for
+    // its duration): pick the device, reserve the quota, insert the messages, wake the worker.
+    const [row] = await this.database.query<{
+      device_id: string | null;
+      device_connected: boolean | null;
+      inserted: number;
+      period_start: Date;
+      period_end: Date;
+      quota: number | null;
+    }>(
+      `WITH a AS (${PERIOD_CTE_SQL('$1', '$12')}),
+       d AS (
+         SELECT id, status FROM devices
+          WHERE account_id = $1 AND removed_at IS NULL AND status IN ('CONNECTED', 'DISCONNECTED') AND ($2::text IS NULL OR id = $2)
+          ORDER BY (status = 'CONNECTED') DESC, created_at, id LIMIT 1),
+       u AS (${RESERVE_SQL('$1', '$13::int', ', d')}),
+       ins AS (
+         INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, priority, due_at,
                                network_message_id, quota_period_start, scheduled_at, queued_at)
-         SELECT m.id, $1, $2, 'out', m.peer, $3, $4, $5, $6, 0, $7, m.nid, $8, $9, CASE WHEN $6 = 'QUEUED' THEN now() END
-           FROM unnest($10::text[], $11::text[], $12::text[]) AS m(id, peer, nid)`,
-        [accountId, device, valid.type, valid.content, valid.mediaUrl, status, dueAt, periodStart, valid.scheduledAt, ids, valid.recipients, ids.map(networkMessageIdFor)],
-      );
-      await tx.query(`SELECT pg_notify('waygate_dispatch', $1)`, [device]);
-      return device;
-    });
-    void deviceId;
+         SELECT m.id, $1, d.id, 'out', m.peer, $3, $4, $5, $6, 0, $7, m.nid, u.period_start, $8, CASE WHEN $6 = 'QUEUED' THEN now() END
+           FROM unnest($9::text[], $10::text[], $11::text[]) AS m(id, peer, nid), d, u
+         RETURNING device_id)
+       SELECT (SELECT id FROM d) AS device_id, (SELECT status = 'CONNECTED' FROM d) AS device_connected, (SELECT count(*)::int FROM ins) AS inserted,
+              a.period_start, a.period_end, a.quota,
+              (SELECT pg_notify('waygate_dispatch', (SELECT id FROM d)) WHERE EXISTS (SELECT 1 FROM ins)) AS notified
+         FROM a`,
+      [
+        accountId,
+        valid.deviceId ?? null,
+        valid.type,
+        valid.content,
+        valid.mediaUrl,
+        status,
+        dueAt,
+        valid.scheduledAt,
+        ids,
+        valid.recipients,
+        ids.map(networkMessageIdFor),
+        now,
+        ids.length,
+      ],
+    );
+    if (!row || row.inserted === 0) {
+      ticket?.cancel();
+      if (!row) throw new AppError('NOT_FOUND', 'Account not found');
+      // Nothing was written; find out why (this path is rare, so it may cost a query or two).
+      if (!row.device_id) await this.resolveDevice(this.database, accountId, valid.deviceId);
+      throw await quotaExceeded(this.database, accountId, ids.length, row);
+    }
+    this.bus.local('waygate_dispatch', row.device_id!);
 
-    if (!scheduled && this.sendWaitMs > 0) {
-      await this.acks.wait(ids, this.sendWaitMs, async () => {
-        const rows = await this.database.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::text[]) AND status IN ('QUEUED', 'SENDING')`,
-          [ids],
-        );
-        return (rows[0]?.n ?? 0) === 0;
-      });
+    // A device known to be down (DISCONNECTED) cannot acknowledge anything now: answer 202 with the
+    // messages QUEUED at once instead of holding the request for SEND_WAIT_MS.
+    if (ticket && !row.device_connected) ticket.cancel();
+    else if (ticket) {
+      try {
+        await ticket.wait(this.sendWaitMs, async () => {
+          const rows = await this.database.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::text[]) AND status IN ('QUEUED', 'SENDING')`,
+            [ids],
+          );
+          return (rows[0]?.n ?? 0) === 0;
+        });
+      } finally {
+        ticket.cancel();
+      }
     }
     const rows = await this.database.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
     const byId = new Map(rows.map((row) => [row.id, toMessage(row)]));
@@ -321,15 +367,8 @@ export class MessageService {
       await tx.query(`UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), claimed_by = NULL WHERE id = $1`, [id]);
       await refundQuota(tx, [{ accountId, periodStart: row.quota_period_start, count: 1 }]);
       if (row.job_id) {
-        await tx.query(
-          `UPDATE bulk_jobs SET cancelled_count = cancelled_count + 1,
-                  status = CASE WHEN status = 'PROCESSING' AND fanned_out_at IS NOT NULL
-                                 AND sent_count + failed_count + cancelled_count + 1 >= total_contacts THEN 'COMPLETED' ELSE status END,
-                  completed_at = CASE WHEN status = 'PROCESSING' AND fanned_out_at IS NOT NULL
-                                 AND sent_count + failed_count + cancelled_count + 1 >= total_contacts THEN now() ELSE completed_at END
-            WHERE id = $1`,
-          [row.job_id],
-        );
+        await tx.query('UPDATE bulk_jobs SET cancelled_count = cancelled_count + 1 WHERE id = $1', [row.job_id]);
+        await completeJobs(tx, [row.job_id]);
       }
     });
     return this.get(accountId, id);

@@ -4,32 +4,63 @@
  */
 import type { Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
-import { currentPeriod, type PlanPeriod } from './plans.js';
 
-/** Reserves `count` messages in the account's current period, or throws 402 QUOTA_EXCEEDED. Call inside the accepting transaction. */
+/**
+ * The SQL that reserves $n messages for account $1 in the period of `a` (a CTE with quota and
+ * period_start): with a quota, in shard 0, only if the sum over every shard stays within it;
+ * without one, in a random shard. Returns a row (period_start) only when the reservation holds.
+ * `alsoFrom` (e.g. ', d') adds CTEs that must have a row for anything to be reserved.
+ */
+export const RESERVE_SQL = (accountParam: string, countParam: string, alsoFrom = ''): string => `
+  INSERT INTO usage_periods AS u (account_id, period_start, shard, messages_used)
+  SELECT ${accountParam}, a.period_start, CASE WHEN a.quota IS NULL THEN floor(random() * 16)::int ELSE 0 END, ${countParam}
+    FROM a${alsoFrom}
+   WHERE a.quota IS NULL
+      OR ${countParam} + COALESCE((SELECT sum(messages_used) FROM usage_periods
+                                    WHERE account_id = ${accountParam} AND period_start = a.period_start AND shard <> 0), 0) <= a.quota
+  ON CONFLICT (account_id, period_start, shard) DO UPDATE SET messages_used = u.messages_used + EXCLUDED.messages_used
+   WHERE (SELECT quota FROM a) IS NULL
+      OR u.messages_used + EXCLUDED.messages_used
+         + COALESCE((SELECT sum(messages_used) FROM usage_periods
+                      WHERE account_id = u.account_id AND period_start = u.period_start AND shard <> 0), 0) <= (SELECT quota FROM a)
+  RETURNING u.period_start`;
+
+/** The account's plan quota and current period, as the CTE `a` that RESERVE_SQL reads. */
+export const PERIOD_CTE_SQL = (accountParam: string, atParam: string): string => `
+  SELECT p.message_quota AS quota, w.period_start, w.period_end
+    FROM accounts a JOIN plans p ON p.id = a.plan_id, waygate_period(a.plan_started_at, p.period, ${atParam}) AS w
+   WHERE a.id = ${accountParam}`;
+
+/** Reserves `count` messages in the account's current period, or throws 402 QUOTA_EXCEEDED. */
 export async function reserveQuota(tx: Queryable, accountId: string, count: number, now: Date = new Date()): Promise<Date> {
-  const [account] = await tx.query<{ plan_started_at: Date; message_quota: number | null; period: PlanPeriod }>(
-    'SELECT a.plan_started_at, p.message_quota, p.period FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1',
-    [accountId],
+  const [row] = await tx.query<{ period_start: Date; period_end: Date; quota: number | null; reserved: Date | null }>(
+    `WITH a AS (${PERIOD_CTE_SQL('$1', '$3')}), u AS (${RESERVE_SQL('$1', '$2::int')})
+     SELECT a.period_start, a.period_end, a.quota, (SELECT period_start FROM u) AS reserved FROM a`,
+    [accountId, count, now],
   );
-  if (!account) throw new AppError('NOT_FOUND', 'Account not found');
-  const period = currentPeriod(account.plan_started_at, account.period, now);
-  const [row] = await tx.query<{ messages_used: number }>(
-    `INSERT INTO usage_periods (account_id, period_start, messages_used) VALUES ($1, $2, $3)
-     ON CONFLICT (account_id, period_start) DO UPDATE SET messages_used = usage_periods.messages_used + EXCLUDED.messages_used
-     RETURNING messages_used`,
-    [accountId, period.start, count],
+  if (!row) throw new AppError('NOT_FOUND', 'Account not found');
+  if (row.reserved === null) throw await quotaExceeded(tx, accountId, count, row);
+  return row.period_start;
+}
+
+/** The 402 for a send that does not fit, with what is left in the period. */
+export async function quotaExceeded(
+  tx: Queryable,
+  accountId: string,
+  count: number,
+  period: { period_start: Date; period_end: Date; quota: number | null },
+): Promise<AppError> {
+  const [usage] = await tx.query<{ used: number }>(
+    'SELECT COALESCE(sum(messages_used), 0)::int AS used FROM usage_periods WHERE account_id = $1 AND period_start = $2',
+    [accountId, period.period_start],
   );
-  const used = row!.messages_used;
-  if (account.message_quota !== null && used > account.message_quota) {
-    const before = used - count;
-    throw new AppError(
-      'QUOTA_EXCEEDED',
-      `This send needs ${count} message${count === 1 ? '' : 's'} but only ${Math.max(0, account.message_quota - before)} of the plan's ${account.message_quota} remain until ${period.end.toISOString()}`,
-      { limit: account.message_quota, used: before, requested: count, resetsAt: period.end.toISOString() },
-    );
-  }
-  return period.start;
+  const used = usage?.used ?? 0;
+  const limit = period.quota ?? 0;
+  return new AppError(
+    'QUOTA_EXCEEDED',
+    `This send needs ${count} message${count === 1 ? '' : 's'} but only ${Math.max(0, limit - used)} of the plan's ${limit} remain until ${period.period_end.toISOString()}`,
+    { limit, used, requested: count, resetsAt: period.period_end.toISOString() },
+  );
 }
 
 /** Gives back messages that ended FAILED or CANCELLED. `rows` may hold many accounts and periods. */
@@ -45,9 +76,10 @@ export async function refundQuota(tx: Queryable, rows: { accountId: string; peri
   if (merged.size === 0) return;
   const list = [...merged.values()];
   await tx.query(
-    `UPDATE usage_periods u SET messages_used = GREATEST(0, u.messages_used - r.n)
+    // Refunds go to shard 0; the sum over the shards is what counts.
+    `UPDATE usage_periods u SET messages_used = u.messages_used - r.n
        FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS r(account_id, period_start, n)
-      WHERE u.account_id = r.account_id AND u.period_start = r.period_start`,
+      WHERE u.account_id = r.account_id AND u.period_start = r.period_start AND u.shard = 0`,
     [list.map((r) => r.accountId), list.map((r) => r.periodStart), list.map((r) => r.count)],
   );
 }

@@ -37,8 +37,8 @@ export class DeviceRunner {
   private session: NetworkSession | undefined;
   private status: DeviceInfo['status'];
   private stopped = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private loops: Promise<void>[] = [];
+  private readonly sleepers = new Set<() => void>();
   private nextBulkAt = 0;
   private reconnectAttempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -53,11 +53,16 @@ export class DeviceRunner {
 
   async start(): Promise<void> {
     this.session = await this.options.network.openSession(this.options.device, { onEvent: (event) => this.onEvent(event) });
-    this.loop = this.dispatchLoop().catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'dispatch loop failed'));
+    // Unpaced traffic runs two claim loops, so one batch is written while the next is sent
+    // (claims skip each other's rows). Paced traffic runs one: pacing is sequential by nature.
+    const loops = this.options.bulkDelayMs.max > 0 ? 1 : 2;
+    for (let i = 0; i < loops; i++) {
+      this.loops.push(this.dispatchLoop().catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'dispatch loop failed')));
+    }
   }
 
   wake(): void {
-    this.wakeUp?.();
+    for (const wake of [...this.sleepers]) wake();
   }
 
   async reconnectNow(): Promise<void> {
@@ -72,7 +77,7 @@ export class DeviceRunner {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.wake();
-    await this.loop;
+    await Promise.all(this.loops);
     if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));
     else await this.session?.close().catch(() => undefined);
   }
@@ -169,12 +174,13 @@ export class DeviceRunner {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, Math.max(0, ms));
-      function done(): void {
+      const done = (): void => {
         clearTimeout(timer);
+        this.sleepers.delete(done);
         resolve();
-      }
-      this.wakeUp = done;
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      this.sleepers.add(done);
     });
   }
 
@@ -256,7 +262,9 @@ export class DeviceRunner {
     const summary = await queue.finalize(outcomes);
     // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
     for (let i = 0; i < summary.directIds.length; i += 200) {
-      await bus.publish('waygate_acks', summary.directIds.slice(i, i + 200).join(','));
+      const ids = summary.directIds.slice(i, i + 200).join(',');
+      bus.local('waygate_acks', ids);
+      await bus.publish('waygate_acks', ids);
     }
   }
 }

@@ -16,7 +16,7 @@ import { DeviceRunner } from './device-runner.js';
 import { MessageQueue } from '../domain/message-queue.js';
 
 const MAX_DEVICES_PER_WORKER = 500;
-const BATCH_SIZE = 500;
+const BATCH_SIZE = 1000;
 
 export function newWorkerId(): string {
   return `wkr_${os.hostname()}_${process.pid}_${randomBytes(3).toString('hex')}`;

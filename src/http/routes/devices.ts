@@ -93,9 +93,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR)',
+        summary: 'Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR; counts against the plan\'s device limit)',
         params: IdParams,
-        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'PLAN_LIMIT', 'NOT_FOUND') },
       },
     },
     async (request) => ({ success: true as const, data: await devices.reconnect(auth(request).accountId, request.params.id) }),
@@ -107,7 +107,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_LOGGED_OUT)',
+        summary: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_REMOVED and are refunded)',
         params: IdParams,
         response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },

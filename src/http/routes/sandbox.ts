@@ -54,7 +54,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       const { accountId } = auth(request);
       const phoneNumber = digits(request.body.phoneNumber, 'phoneNumber');
       const [row] = await database.query<{ device_id: string }>(
-        'SELECT q.device_id FROM sandbox_qr_codes q JOIN devices d ON d.id = q.device_id WHERE q.code = $1 AND d.account_id = $2',
+        'SELECT q.device_id FROM sandbox_qr_codes q JOIN devices d ON d.id = q.device_id WHERE q.code = $1 AND d.account_id = $2 AND d.removed_at IS NULL',
         [request.body.code, accountId],
       );
       if (!row) throw new AppError('NOT_FOUND', 'No device of this account shows that QR code');

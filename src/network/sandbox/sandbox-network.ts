@@ -44,8 +44,14 @@ class SandboxSession implements NetworkSession {
 
   async start(): Promise<void> {
     const [phone] = await this.network.world.phones([this.device.id]);
-    if (phone) await this.onPhone(phone);
-    else await this.showQr();
+    if (phone && phone.state !== 'unlinked') {
+      await this.onPhone(phone);
+      return;
+    }
+    // Never linked, or unlinked before (a device being linked again): show a QR code. The old
+    // unlink is history, not news; only a newer phone state (a scan) is reported.
+    if (phone) this.lastVersion = phone.version;
+    await this.showQr();
   }
 
   async onPhone(phone: PhoneRow): Promise<void> {

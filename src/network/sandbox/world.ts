@@ -72,7 +72,9 @@ export class SandboxWorld {
   async issueQr(deviceId: string, ttlMs: number): Promise<{ code: string; expiresAt: Date }> {
     const code = `sandbox-${randomBytes(12).toString('base64url')}`;
     const expiresAt = new Date(Date.now() + ttlMs);
-    await this.database.query('DELETE FROM sandbox_qr_codes WHERE device_id = $1 AND expires_at < now()', [deviceId]);
+    // Expired codes are kept a while, so that scanning one is answered "expired" (as a real
+    // network does), not "unknown"; only long-expired ones are dropped.
+    await this.database.query(`DELETE FROM sandbox_qr_codes WHERE device_id = $1 AND expires_at < now() - interval '10 minutes'`, [deviceId]);
     await this.database.query('INSERT INTO sandbox_qr_codes (code, device_id, expires_at) VALUES ($1, $2, $3)', [code, deviceId, expiresAt]);
     return { code, expiresAt };
   }
@@ -181,27 +183,31 @@ export class SandboxWorld {
   /** Receipts whose time has come, not yet handed over. Handing over is confirmed by markReceipts. */
   async dueReceipts(deviceIds: string[], limit = 5000): Promise<DueReceipt[]> {
     if (deviceIds.length === 0) return [];
+    // Per device, a range scan of its own partial index: one busy device cannot slow another's poll.
     const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
-      `(SELECT device_id, network_message_id, 'DELIVERED' AS status, deliver_at AS at FROM sandbox_messages
-          WHERE delivered = 0 AND deliver_at <= now() AND device_id = ANY($1::text[]) ORDER BY deliver_at LIMIT $2)
-       UNION ALL
-       (SELECT device_id, network_message_id, 'READ' AS status, read_at AS at FROM sandbox_messages
-          WHERE read = 0 AND read_at <= now() AND device_id = ANY($1::text[]) ORDER BY read_at LIMIT $2)`,
+      `SELECT r.* FROM unnest($1::text[]) AS d(id) CROSS JOIN LATERAL (
+         (SELECT device_id, network_message_id, 'DELIVERED' AS status, deliver_at AS at FROM sandbox_messages
+           WHERE device_id = d.id AND delivered = 0 AND deliver_at <= now() ORDER BY deliver_at LIMIT $2)
+         UNION ALL
+         (SELECT device_id, network_message_id, 'READ' AS status, read_at AS at FROM sandbox_messages
+           WHERE device_id = d.id AND read = 0 AND read_at <= now() ORDER BY read_at LIMIT $2)) AS r`,
       [deviceIds, limit],
     );
     return rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, status: r.status, at: r.at }));
   }
 
   async markReceipts(receipts: DueReceipt[]): Promise<void> {
-    for (const status of ['DELIVERED', 'READ'] as const) {
-      const subset = receipts.filter((r) => r.status === status);
-      if (subset.length === 0) continue;
+    const groups = new Map<string, string[]>();
+    for (const receipt of receipts) {
+      const key = `${receipt.status}|${receipt.deviceId}`;
+      const list = groups.get(key) ?? [];
+      list.push(receipt.networkMessageId);
+      groups.set(key, list);
+    }
+    for (const [key, ids] of groups) {
+      const [status, deviceId] = key.split('|') as ['DELIVERED' | 'READ', string];
       const column = status === 'DELIVERED' ? 'delivered = 1, delivered_at = now()' : 'read = 1, read_receipt_at = now()';
-      await this.database.query(
-        `UPDATE sandbox_messages SET ${column}
-          WHERE (device_id, network_message_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-        [subset.map((r) => r.deviceId), subset.map((r) => r.networkMessageId)],
-      );
+      await this.database.query(`UPDATE sandbox_messages SET ${column} WHERE device_id = $1 AND network_message_id = ANY($2::text[])`, [deviceId, ids]);
     }
   }
 

@@ -1,0 +1,69 @@
+/**
+ * A closed-loop POST load with autocannon on a loopback server: N connections, each sending one
+ * request at a time for a bounded duration after a warm-up. Latency percentiles come from every
+ * response time.
+ */
+import autocannon from 'autocannon';
+import { assertLoopback, percentile } from './load.js';
+
+export interface PostLoadOptions {
+  title: string;
+  origin: string;
+  path: string;
+  body: string;
+  headers: Record<string, string>;
+  connections: number;
+  durationSeconds: number;
+  warmupSeconds: number;
+}
+
+export interface PostLoadResult {
+  title: string;
+  responses: number;
+  requestsPerSecond: number;
+  latencyMs: { p50: number; p95: number; p99: number; max: number };
+  non2xx: number;
+  errors: number;
+  statusCodes: Record<string, number>;
+}
+
+const round = (value: number): number => Math.round(value * 100) / 100;
+
+async function fire(options: PostLoadOptions, durationSeconds: number): Promise<PostLoadResult> {
+  const times: number[] = [];
+  const started = process.hrtime.bigint();
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: `${options.origin}${options.path}`,
+        method: 'POST',
+        connections: options.connections,
+        duration: durationSeconds,
+        timeout: 30,
+        headers: { 'content-type': 'application/json', ...options.headers },
+        requests: [{ method: 'POST', path: options.path, body: options.body }],
+      },
+      (error, outcome) => (error ? reject(error) : resolve(outcome)),
+    );
+    instance.on('response', (_client, _status, _bytes, responseTime) => {
+      times.push(responseTime);
+    });
+  });
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  times.sort((a, b) => a - b);
+  return {
+    title: options.title,
+    responses: times.length,
+    requestsPerSecond: round(times.length / elapsed),
+    latencyMs: { p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), p99: round(percentile(times, 99)), max: round(times[times.length - 1] ?? NaN) },
+    non2xx: result.non2xx,
+    errors: result.errors,
+    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, stats]) => [code, stats.count])),
+  };
+}
+
+export async function runPostLoad(options: PostLoadOptions): Promise<PostLoadResult> {
+  assertLoopback(options.origin);
+  if (options.warmupSeconds > 0) await fire(options, options.warmupSeconds);
+  return fire(options, options.durationSeconds);
+}

@@ -1,0 +1,306 @@
+/**
+ * Messaging on PostgreSQL with the sandbox network and zero pacing (BULK_DELAY_MS=0):
+ *
+ *   (a) direct sends, 1 recipient, 50 concurrent clients: throughput against a bare Fastify route
+ *       that INSERTs one row per request, side by side in the same run (target ≥ 50%); p99 reported.
+ *   (b) 1,000 messages scheduled for the same second: p99 lateness (sentAt − scheduledAt) ≤ 1 s.
+ *   (c) a 100,000-recipient bulk job in a fresh server process: accepted in ≤ 2 s; every message
+ *       SENT at ≥ 10,000 messages/s end to end; the process's peak RSS (VmHWM) ≤ 300 MB.
+ *
+ * The benchmark database (waygate_bench_messaging) is dropped and created anew on each run, so
+ * runs do not slow down as messages pile up. Everything talks to 127.0.0.1 only.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/client.js';
+import { runMigrations } from '../src/db/migrate.js';
+import { AccountService } from '../src/domain/accounts.js';
+import { TokenService } from '../src/domain/tokens.js';
+import { startServer } from '../src/server.js';
+import { benchDatabaseUrl } from './lib/bench-database.js';
+import { percentile } from './lib/load.js';
+import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
+import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
+import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
+import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+const ROOT = path.resolve(path.dirname(THIS_FILE), '..');
+const TARGET_DIRECT_RATIO = 0.5;
+const BULK_RECIPIENTS = 100_000;
+const TARGET_ACCEPT_MS = 2_000;
+const TARGET_BULK_RATE = 10_000;
+const TARGET_RSS_MB = 300;
+const SCHEDULED_COUNT = 1_000;
+const TARGET_LATENESS_MS = 1_000;
+const DIRECT_CONNECTIONS = 50;
+
+interface ServersInput {
+  databaseUrl: string;
+  withBare: boolean;
+}
+interface ServersInfo {
+  waygate: string;
+  bare: string | null;
+}
+
+/** Runs in the server process: `waygate serve --role all` as the product starts it, and the bare route. */
+export async function startMessagingServers(input: ServersInput): Promise<StartedServers<ServersInfo>> {
+  const config = loadConfig({
+    DATABASE_URL: input.databaseUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    BULK_DELAY_MS: '0',
+    NETWORK: 'sandbox',
+  });
+  const server = await startServer(config, 'all');
+  let bare: { address: string; close(): Promise<void> } | null = null;
+  if (input.withBare) {
+    const pool = new pg.Pool({ connectionString: input.databaseUrl, max: server.database.pool!.options.max, application_name: 'waygate-bench-bare' });
+    pool.on('error', () => undefined);
+    await pool.query('CREATE TABLE IF NOT EXISTS bench_bare_messages (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
+    const app = Fastify({ logger: false });
+    app.post('/messages/send', async (request) => {
+      const { rows } = await pool.query<{ id: string; created_at: Date }>('INSERT INTO bench_bare_messages (body) VALUES ($1) RETURNING id, created_at', [
+        JSON.stringify(request.body),
+      ]);
+      return { success: true, message: { id: String(rows[0]!.id), status: 'SENT', sentAt: rows[0]!.created_at }, async: false };
+    });
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    bare = {
+      address,
+      async close() {
+        await app.close();
+        await pool.end();
+      },
+    };
+  }
+  return {
+    info: { waygate: server.address, bare: bare?.address ?? null },
+    async close() {
+      await bare?.close();
+      await server.stop();
+    },
+  };
+}
+
+async function recreateDatabase(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  const admin = new URL(url);
+  admin.pathname = '/test';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await client.query(`CREATE DATABASE ${name}`);
+  await client.end();
+}
+
+async function api<T>(origin: string, token: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
+  const response = await fetch(`${origin}${path}`, {
+    method,
+    headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, json: (await response.json()) as T };
+}
+
+async function linkDevice(origin: string, token: string): Promise<string> {
+  const created = await api<{ data: { id: string }; qr: { code: string } | null }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
+  if (created.status !== 201 || !created.json.qr) throw new Error(`POST /devices answered ${created.status}: ${JSON.stringify(created.json)}`);
+  await api(origin, token, 'POST', '/sandbox/scan', { code: created.json.qr.code, phoneNumber: '6281100000001' });
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const device = await api<{ data: { status: string } }>(origin, token, 'GET', `/devices/${created.json.data.id}`);
+    if (device.json.data.status === 'CONNECTED') return created.json.data.id;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('The bench device did not connect');
+}
+
+/** Recipients that avoid the sandbox's magic endings (0000–0003), so every message is SENT. */
+function recipients(count: number, prefix: string): string[] {
+  const list: string[] = [];
+  for (let i = 0; list.length < count; i++) if (i % 10_000 >= 4) list.push(`${prefix}${String(i).padStart(7, '0')}`);
+  return list;
+}
+
+async function waitForJob(origin: string, token: string, jobId: string, timeoutMs: number): Promise<{ done: boolean; at: number; job: Record<string, number | string> }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { json } = await api<{ data: Record<string, number | string> }>(origin, token, 'GET', `/messages/bulk-jobs/${jobId}`);
+    const job = json.data;
+    const finished = (job.sentCount as number) + (job.failedCount as number) >= (job.totalContacts as number);
+    if (finished || Date.now() > deadline) return { done: finished, at: Date.now(), job };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function peakRssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+/** Starts `node dist/cli.js serve` (role all) and resolves with its address once it logs that it is up. */
+async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess; origin: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const origin = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`The product did not start: ${output}`)), 60_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`The product exited with ${code}: ${output}`)));
+  });
+  child.stdout!.resume();
+  return {
+    child,
+    origin,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function makeTenant(databaseUrl: string): Promise<string> {
+  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
+  try {
+    await runMigrations(database);
+    const email = `bench-${Date.now()}@waygate.test`;
+    const { accountId } = await new AccountService(database).createAccount({ email, password: 'benchmark password', plan: 'unlimited' });
+    return (await new TokenService(database).create(accountId, { name: 'bench' })).token;
+  } finally {
+    await database.close();
+  }
+}
+
+export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
+  const base = new URL(benchDatabaseUrl());
+  base.pathname = '/waygate_bench_messaging';
+  const databaseUrl = base.toString();
+  console.log(`Recreating ${databaseUrl} …`);
+  await recreateDatabase(databaseUrl);
+  const token = await makeTenant(databaseUrl);
+  const checks: Check[] = [];
+  const results: Record<string, unknown> = {};
+
+  // (a) and (b): one server process with Waygate and the bare route side by side.
+  let servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true });
+  try {
+    const origin = servers.info.waygate.replace('localhost', '127.0.0.1');
+    const deviceId = await linkDevice(origin, token);
+    console.log(`Device ${deviceId} connected. Direct sends, ${DIRECT_CONNECTIONS} connections, ${options.durationSeconds} s each …`);
+    const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
+    const common = { path: '/messages/send', body, connections: DIRECT_CONNECTIONS, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds };
+    const bare: PostLoadResult = await runPostLoad({ ...common, title: 'bare INSERT', origin: servers.info.bare!.replace('localhost', '127.0.0.1'), headers: {} });
+    const waygate: PostLoadResult = await runPostLoad({ ...common, title: 'waygate direct send', origin, headers: { 'x-api-key': token } });
+    results.direct = { bare, waygate };
+    const ratio = waygate.requestsPerSecond / bare.requestsPerSecond;
+    checks.push({ metric: 'bare route: INSERT one row (req/s)', measured: bare.requestsPerSecond.toFixed(0), target: '', pass: undefined });
+    checks.push({ metric: 'direct send, 1 recipient (req/s)', measured: waygate.requestsPerSecond.toFixed(0), target: '', pass: undefined });
+    checks.push({
+      metric: 'direct send throughput / bare',
+      measured: `${(ratio * 100).toFixed(1)}%`,
+      target: `>= ${TARGET_DIRECT_RATIO * 100}%`,
+      pass: ratio >= TARGET_DIRECT_RATIO && waygate.non2xx === 0 && waygate.errors === 0,
+    });
+    checks.push({ metric: 'direct send latency p50 / p99', measured: `${waygate.latencyMs.p50} / ${waygate.latencyMs.p99} ms`, target: '', pass: undefined });
+    if (waygate.non2xx > 0) console.log('Direct send status codes:', waygate.statusCodes);
+
+    // (b) 1,000 messages scheduled for the same second.
+    const scheduledAt = new Date(Date.now() + 5_000);
+    scheduledAt.setUTCMilliseconds(0);
+    const scheduled = await api<{ jobId: string }>(origin, token, 'POST', '/messages/send', {
+      type: 'TEXT',
+      content: 'Reminder: your appointment is tomorrow',
+      recipients: recipients(SCHEDULED_COUNT, '628120'),
+      scheduledAt: scheduledAt.toISOString(),
+    });
+    if (scheduled.status !== 202) throw new Error(`Scheduling answered ${scheduled.status}: ${JSON.stringify(scheduled.json)}`);
+    const waited = await waitForJob(origin, token, scheduled.json.jobId, 30_000);
+    if (!waited.done) throw new Error(`The scheduled job did not finish: ${JSON.stringify(waited.job)}`);
+    const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 1 });
+    const lateness = (
+      await database.query<{ ms: number }>(
+        `SELECT extract(epoch FROM (sent_at - scheduled_at)) * 1000 AS ms FROM messages WHERE job_id = $1 AND sent_at IS NOT NULL`,
+        [scheduled.json.jobId],
+      )
+    )
+      .map((row) => Number(row.ms))
+      .sort((a, b) => a - b);
+    await database.close();
+    const p99 = percentile(lateness, 99);
+    results.scheduled = { count: lateness.length, p50: percentile(lateness, 50), p99, max: lateness[lateness.length - 1] };
+    checks.push({
+      metric: `${SCHEDULED_COUNT} scheduled for one second: p99 lateness`,
+      measured: `${p99.toFixed(0)} ms (${lateness.length} sent)`,
+      target: `<= ${TARGET_LATENESS_MS} ms`,
+      pass: lateness.length === SCHEDULED_COUNT && p99 <= TARGET_LATENESS_MS,
+    });
+  } finally {
+    await servers.stop();
+  }
+
+  // (c) the 100,000-recipient job, in a fresh process of the built product (`node dist/cli.js
+  // serve`, as `npm start` runs it), so its peak RSS is this job's and nothing else's.
+  console.log('Building the product (npm run build) …');
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  const product = await startProduct(databaseUrl);
+  try {
+    const origin = product.origin;
+    const bulkToken = await makeTenant(databaseUrl);
+    await linkDevice(origin, bulkToken);
+    const list = recipients(BULK_RECIPIENTS, '628130');
+    console.log(`Bulk job of ${BULK_RECIPIENTS.toLocaleString('en')} recipients …`);
+    const started = Date.now();
+    const accepted = await api<{ jobId: string; totalContacts: number }>(origin, bulkToken, 'POST', '/messages/send', {
+      type: 'TEXT',
+      content: 'Our summer sale starts today',
+      recipients: list,
+    });
+    const acceptMs = Date.now() - started;
+    if (accepted.status !== 202) throw new Error(`The bulk send answered ${accepted.status}: ${JSON.stringify(accepted.json)}`);
+    const finished = await waitForJob(origin, bulkToken, accepted.json.jobId, 120_000);
+    const seconds = (finished.at - started) / 1000;
+    const rate = Number(finished.job.sentCount) / seconds;
+    const rss = peakRssMb(product.child.pid!);
+    results.bulk = { acceptMs, seconds, rate, job: finished.job, peakRssMb: rss };
+    checks.push({ metric: '100,000-recipient job accepted in', measured: `${acceptMs} ms`, target: `<= ${TARGET_ACCEPT_MS} ms`, pass: acceptMs <= TARGET_ACCEPT_MS });
+    checks.push({
+      metric: 'bulk: every message SENT, end to end',
+      measured: `${Math.round(rate).toLocaleString('en')} msg/s (${finished.job.sentCount} sent, ${finished.job.failedCount} failed in ${seconds.toFixed(2)} s)`,
+      target: `>= ${TARGET_BULK_RATE.toLocaleString('en')} msg/s`,
+      pass: finished.done && finished.job.sentCount === BULK_RECIPIENTS && rate >= TARGET_BULK_RATE,
+    });
+    checks.push({ metric: 'bulk: server peak RSS (VmHWM)', measured: `${rss} MB`, target: `<= ${TARGET_RSS_MB} MB`, pass: rss <= TARGET_RSS_MB });
+  } finally {
+    await product.stop();
+  }
+
+  console.log(`\n${formatTable(checks)}\n`);
+  const file = await writeResults('messaging', { at: new Date().toISOString(), checks, results });
+  console.log(`Results written to ${file}`);
+  return { passed: allPassed(checks) };
+}

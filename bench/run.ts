@@ -1,0 +1,76 @@
+/**
+ * Runs one benchmark by name: `npm run bench -- <name> [--duration=S] [--warmup=S] [--connections=N]`.
+ * Each benchmark prints a table (metric, measured, target, result), writes bench/results/<name>.json
+ * and makes the process exit non-zero when a target is missed.
+ */
+
+export interface BenchmarkOptions {
+  /** Measured seconds per load run. */
+  durationSeconds: number;
+  /** Seconds of load before each measured run, thrown away. */
+  warmupSeconds: number;
+  /** Concurrent HTTP connections of each load run. */
+  connections: number;
+}
+
+export interface BenchmarkOutcome {
+  passed: boolean;
+}
+
+interface Benchmark {
+  description: string;
+  load(): Promise<{ run(options: BenchmarkOptions): Promise<BenchmarkOutcome> }>;
+}
+
+const BENCHMARKS: Record<string, Benchmark> = {
+  contacts: {
+    description: 'GET /contacts at 1,000,000 contacts: search p95 latency, page-1 throughput against a bare Fastify route',
+    load: () => import('./contacts.js'),
+  },
+  messaging: {
+    description: 'direct sends against a bare INSERT route, 1,000 scheduled messages, a 100,000-recipient bulk job (rate, RSS)',
+    load: () => import('./messaging.js'),
+  },
+};
+
+const DEFAULTS: BenchmarkOptions = { durationSeconds: 10, warmupSeconds: 3, connections: 20 };
+
+function usage(): string {
+  const names = Object.entries(BENCHMARKS).map(([name, benchmark]) => `  ${name.padEnd(10)} ${benchmark.description}`);
+  return ['Usage: npm run bench -- <name> [--duration=S] [--warmup=S] [--connections=N]', '', 'Benchmarks:', ...names].join('\n');
+}
+
+function parseOptions(args: string[]): BenchmarkOptions {
+  const options = { ...DEFAULTS };
+  const keys: Record<string, keyof BenchmarkOptions> = { duration: 'durationSeconds', warmup: 'warmupSeconds', connections: 'connections' };
+  for (const arg of args) {
+    const match = /^--(\w+)=(\d+)$/.exec(arg);
+    const key = match ? keys[match[1]!] : undefined;
+    if (!match || !key) throw new Error(`Unknown option ${arg}\n\n${usage()}`);
+    options[key] = Number(match[2]);
+  }
+  if (options.durationSeconds < 1 || options.connections < 1) throw new Error('--duration and --connections must be at least 1');
+  return options;
+}
+
+async function main(): Promise<number> {
+  const [name, ...args] = process.argv.slice(2);
+  const benchmark = name ? BENCHMARKS[name] : undefined;
+  if (!benchmark) {
+    console.error(name ? `Unknown benchmark "${name}"\n\n${usage()}` : usage());
+    return 2;
+  }
+  const options = parseOptions(args);
+  const module = await benchmark.load();
+  const outcome = await module.run(options);
+  console.log(outcome.passed ? `${name}: every target met` : `${name}: TARGET MISSED`);
+  return outcome.passed ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    process.exit(1);
+  },
+);

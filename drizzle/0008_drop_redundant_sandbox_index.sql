@@ -1,0 +1,1 @@
+DROP INDEX "sandbox_messages_deliver_idx";
