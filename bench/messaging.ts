@@ -207,7 +207,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   const results: Record<string, unknown> = {};
 
   // (a) and (b): one server process with Waygate and the bare route side by side.
-  let servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true });
+  const servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true });
   try {
     const origin = servers.info.waygate.replace('localhost', '127.0.0.1');
     const deviceId = await linkDevice(origin, token);
