@@ -7,23 +7,24 @@ import pg from 'pg';
 import type { Database } from './client.js';
 
 export type BusChannel = 'waygate_dispatch' | 'waygate_acks' | 'waygate_devices' | 'waygate_sandbox';
-type Handler = (payload: string) => void;
+/** `detail` is set only for local deliveries: in-process data that saves the listener a query. */
+type Handler = (payload: string, detail?: unknown) => void;
 
 export interface Bus {
   /** Notifies every process, this one included (through LISTEN). */
   publish(channel: BusChannel, payload: string): Promise<void>;
   /** Notifies this process's subscribers now, without a round trip (they may hear a publish of the same news again). */
-  local(channel: BusChannel, payload: string): void;
+  local(channel: BusChannel, payload: string, detail?: unknown): void;
   subscribe(channel: BusChannel, handler: Handler): () => void;
   close(): Promise<void>;
 }
 
 export function createBus(database: Database): Bus {
   const handlers = new Map<string, Set<Handler>>();
-  const deliver = (channel: string, payload: string): void => {
+  const deliver = (channel: string, payload: string, detail?: unknown): void => {
     for (const handler of handlers.get(channel) ?? []) {
       try {
-        handler(payload);
+        handler(payload, detail);
       } catch {
         // A handler's failure must not stop delivery to the others.
       }

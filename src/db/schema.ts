@@ -221,8 +221,13 @@ export const messages = pgTable(
     status: text('status').notNull(),
     /** 0 = direct send, 1 = bulk: direct sends are claimed first. */
     priority: smallint('priority').notNull().default(0),
-    /** When the message may be claimed: scheduledAt, or a retry's backoff. */
-    dueAt: ts('due_at').notNull().defaultNow(),
+    /**
+     * While the message waits to be claimed (QUEUED or SCHEDULED): when it may be, i.e. now, its
+     * scheduledAt, or a retry's backoff. NULL otherwise. The queue index holds only rows where it
+     * is set, and status is in no index, so the SENDING → SENT → DELIVERED → READ updates are
+     * HOT (no index is touched).
+     */
+    dueAt: ts('due_at'),
     attempts: integer('attempts').notNull().default(0),
     networkMessageId: text('network_message_id').notNull(),
     claimedBy: text('claimed_by'),

@@ -5,29 +5,35 @@
  * poll backs the bus up, so a lost notification only costs latency.
  */
 import type { Bus } from '../db/bus.js';
+import type { MessageRow } from './message-model.js';
 
 const POLL_MS = 500;
 
 export interface AckTicket {
   /** Resolves once every id was acknowledged (or `check()` says all is settled), or at the deadline. */
   wait(timeoutMs: number, check: () => Promise<boolean>): Promise<void>;
+  /** The rows an in-process worker handed over with its acknowledgements, by message id. */
+  readonly rows: Map<string, MessageRow>;
   cancel(): void;
 }
 
 export class AckWaiter {
-  private readonly tickets = new Map<string, Set<(id: string) => void>>();
+  private readonly tickets = new Map<string, Set<(id: string, row?: MessageRow) => void>>();
   private readonly unsubscribe: () => void;
 
   constructor(bus: Bus) {
-    this.unsubscribe = bus.subscribe('waygate_acks', (payload) => {
-      for (const id of payload.split(',')) for (const ack of this.tickets.get(id) ?? []) ack(id);
+    this.unsubscribe = bus.subscribe('waygate_acks', (payload, detail) => {
+      const rows = new Map((Array.isArray(detail) ? (detail as MessageRow[]) : []).map((row) => [row.id, row]));
+      for (const id of payload.split(',')) for (const ack of this.tickets.get(id) ?? []) ack(id, rows.get(id));
     });
   }
 
   expect(ids: string[]): AckTicket {
     const pending = new Set(ids);
+    const rows = new Map<string, MessageRow>();
     let wake: () => void = () => undefined;
-    const ack = (id: string): void => {
+    const ack = (id: string, row?: MessageRow): void => {
+      if (row) rows.set(id, row);
       if (pending.delete(id) && pending.size === 0) wake();
     };
     for (const id of ids) {
@@ -44,6 +50,7 @@ export class AckWaiter {
     };
     return {
       cancel,
+      rows,
       async wait(timeoutMs, check) {
         const deadline = Date.now() + timeoutMs;
         while (pending.size > 0) {

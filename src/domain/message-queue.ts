@@ -7,6 +7,7 @@
 import type { Database, Queryable } from '../db/client.js';
 import type { Receipt } from '../network/network.js';
 import type { MessageType } from '../network/network.js';
+import type { MessageRow } from './message-model.js';
 import { refundQuota } from './quota.js';
 
 export interface ClaimedMessage {
@@ -33,6 +34,8 @@ export interface FinalizeSummary {
   retried: number;
   /** Direct sends whose outcome is now known (for the API's waiters). */
   directIds: string[];
+  /** Their rows as written, when the outcome was written in the one-statement path. */
+  directRows: MessageRow[];
 }
 
 /** Backoff for transient failures: 1 s, 2 s, 4 s … capped at 5 min, with ±20% jitter. */
@@ -65,10 +68,10 @@ export class MessageQueue {
     }>(
       `WITH due AS (
          SELECT id FROM messages
-          WHERE device_id = $1 AND status IN ('QUEUED', 'SCHEDULED') AND due_at <= now() ${onlyDirect ? 'AND priority = 0' : ''}
+          WHERE device_id = $1 AND due_at <= now() ${onlyDirect ? 'AND priority = 0' : ''}
           ORDER BY priority, due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),
        claimed AS (
-         UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
+         UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
            FROM due WHERE m.id = due.id
          RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.network_message_id, m.attempts, m.priority),
        started AS (
@@ -94,7 +97,7 @@ export class MessageQueue {
   /** When the next waiting message of the device becomes due (null: none waiting). */
   async nextDueAt(deviceId: string): Promise<Date | null> {
     const [row] = await this.database.query<{ due_at: Date | null }>(
-      `SELECT min(due_at) AS due_at FROM messages WHERE device_id = $1 AND status IN ('QUEUED', 'SCHEDULED')`,
+      `SELECT min(due_at) AS due_at FROM messages WHERE device_id = $1 AND due_at IS NOT NULL`,
       [deviceId],
     );
     return row?.due_at ?? null;
@@ -104,7 +107,7 @@ export class MessageQueue {
   async release(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.database.query(
-      `UPDATE messages SET status = 'QUEUED', claimed_by = NULL, attempts = GREATEST(0, attempts - 1)
+      `UPDATE messages SET status = 'QUEUED', due_at = now(), claimed_by = NULL, attempts = GREATEST(0, attempts - 1)
         WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2`,
       [ids, this.workerId],
     );
@@ -113,7 +116,7 @@ export class MessageQueue {
   /** Messages a dead owner left in SENDING go back to the queue; resent with the same network id. */
   async recoverDevice(deviceId: string): Promise<number> {
     const rows = await this.database.query(
-      `UPDATE messages SET status = 'QUEUED', claimed_by = NULL WHERE device_id = $1 AND status = 'SENDING' RETURNING id`,
+      `UPDATE messages SET status = 'QUEUED', due_at = now(), claimed_by = NULL WHERE device_id = $1 AND status = 'SENDING' RETURNING id`,
       [deviceId],
     );
     return rows.length;
@@ -131,18 +134,22 @@ export class MessageQueue {
         retry.push({ id: message.id, dueAt: new Date(Date.now() + retryDelayMs(message.attempts)), code: result.code, message: result.message });
       }
     }
+    let directRows: MessageRow[] = [];
     if (failed.length === 0 && retry.length === 0) {
-      // The common case, in one statement: mark SENT, count them into their jobs, complete the jobs that are done.
+      // The common case, in one statement: mark SENT, count them into their jobs, complete the
+      // jobs that are done, and hand back the direct sends' rows for their waiting requests.
       if (sent.length > 0) {
-        await this.database.query(
+        directRows = await this.database.query<MessageRow>(
           `WITH done AS (
              UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING job_id),
-           counts AS (SELECT job_id, count(*)::int AS n FROM done WHERE job_id IS NOT NULL GROUP BY job_id)
-           UPDATE bulk_jobs j SET sent_count = j.sent_count + c.n,
-                  status = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN 'COMPLETED' ELSE j.status END,
-                  completed_at = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN now() ELSE j.completed_at END
-             FROM counts c WHERE j.id = c.job_id`,
+              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING *),
+           counts AS (SELECT job_id, count(*)::int AS n FROM done WHERE job_id IS NOT NULL GROUP BY job_id),
+           jobs AS (
+             UPDATE bulk_jobs j SET sent_count = j.sent_count + c.n,
+                    status = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN 'COMPLETED' ELSE j.status END,
+                    completed_at = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN now() ELSE j.completed_at END
+               FROM counts c WHERE j.id = c.job_id RETURNING j.id)
+           SELECT * FROM done WHERE priority = 0`,
           [sent, this.workerId],
         );
       }
@@ -176,6 +183,7 @@ export class MessageQueue {
       failed: failed.length,
       retried: retry.length,
       directIds: outcomes.filter((o) => o.message.priority === 0 && (o.result.ok || failed.some((f) => f.id === o.message.id))).map((o) => o.message.id),
+      directRows,
     };
   }
 
@@ -186,7 +194,7 @@ export class MessageQueue {
   private async fail(tx: Queryable, failed: { id: string; code: string; message: string }[], jobs: Set<string>, which: 'claimed' | 'waiting'): Promise<void> {
     const guard = which === 'claimed' ? `m.status = 'SENDING' AND m.claimed_by = $4` : `m.status IN ('SCHEDULED', 'QUEUED', 'SENDING') AND $4::text IS NOT NULL`;
     const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null }>(
-      `UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = f.code, error_message = f.message
+      `UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
          FROM unnest($1::text[], $2::text[], $3::text[]) AS f(id, code, message)
         WHERE m.id = ANY($1::text[]) AND m.id = f.id AND ${guard}
         RETURNING m.job_id, m.account_id, m.quota_period_start`,

@@ -251,7 +251,11 @@ export class MessageService {
         ticket.cancel();
       }
     }
-    const rows = await this.database.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
+    // An in-process worker hands its rows over with the acknowledgement; otherwise read them.
+    const rows =
+      ticket && ids.every((id) => ticket.rows.has(id))
+        ? ids.map((id) => ticket.rows.get(id)!)
+        : await this.database.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
     const byId = new Map(rows.map((row) => [row.id, toMessage(row)]));
     const messages = ids.map((id) => byId.get(id)!);
     const settled = messages.every((m) => !['SCHEDULED', 'QUEUED', 'SENDING'].includes(m.status));
@@ -364,7 +368,7 @@ export class MessageService {
       if (row.status !== 'SCHEDULED' && row.status !== 'QUEUED') {
         throw new AppError('CONFLICT', `The message is ${row.status}; only SCHEDULED or QUEUED messages can be cancelled`, { status: row.status });
       }
-      await tx.query(`UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), claimed_by = NULL WHERE id = $1`, [id]);
+      await tx.query(`UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL WHERE id = $1`, [id]);
       await refundQuota(tx, [{ accountId, periodStart: row.quota_period_start, count: 1 }]);
       if (row.job_id) {
         await tx.query('UPDATE bulk_jobs SET cancelled_count = cancelled_count + 1 WHERE id = $1', [row.job_id]);
@@ -415,7 +419,7 @@ export class BulkJobService {
         throw new AppError('CONFLICT', `The job is ${job.status}; only SCHEDULED or PROCESSING jobs can be cancelled`, { status: job.status });
       }
       const cancelled = await tx.query<{ id: string }>(
-        `UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), claimed_by = NULL
+        `UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
           WHERE job_id = $1 AND status IN ('SCHEDULED', 'QUEUED') RETURNING id`,
         [id],
       );

@@ -76,10 +76,11 @@ export async function refundQuota(tx: Queryable, rows: { accountId: string; peri
   if (merged.size === 0) return;
   const list = [...merged.values()];
   await tx.query(
-    // Refunds go to shard 0; the sum over the shards is what counts.
-    `UPDATE usage_periods u SET messages_used = u.messages_used - r.n
-       FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS r(account_id, period_start, n)
-      WHERE u.account_id = r.account_id AND u.period_start = r.period_start AND u.shard = 0`,
+    // Refunds go to shard 0; the sum over the shards is what counts. Shard 0 may not exist yet (an
+    // account without a quota counts in random shards), so it is created, negative if need be.
+    `INSERT INTO usage_periods AS u (account_id, period_start, shard, messages_used)
+     SELECT r.account_id, r.period_start, 0, -r.n FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS r(account_id, period_start, n)
+     ON CONFLICT (account_id, period_start, shard) DO UPDATE SET messages_used = u.messages_used + EXCLUDED.messages_used`,
     [list.map((r) => r.accountId), list.map((r) => r.periodStart), list.map((r) => r.count)],
   );
 }

@@ -263,7 +263,8 @@ export class DeviceRunner {
     // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
     for (let i = 0; i < summary.directIds.length; i += 200) {
       const ids = summary.directIds.slice(i, i + 200).join(',');
-      bus.local('waygate_acks', ids);
+      // Waiters in this process get the rows too (no read needed); other processes hear the ids.
+      bus.local('waygate_acks', ids, summary.directRows);
       await bus.publish('waygate_acks', ids);
     }
   }

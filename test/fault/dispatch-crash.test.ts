@@ -1,0 +1,198 @@
+/**
+ * Fault test on PostgreSQL: two `api` and two `worker` processes of the real CLI share one
+ * database; a 10,000-recipient bulk job runs; the worker that owns the device is killed with
+ * SIGKILL in the middle of the job and another worker is started. The job must end COMPLETED
+ * with every recipient sent exactly once: the sandbox network shows each recipient with
+ * delivered = 1 (none lost, none twice), however many times the gateway handed it over.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/client.js';
+import { runMigrations } from '../../src/db/migrate.js';
+import { AccountService } from '../../src/domain/accounts.js';
+import { TokenService } from '../../src/domain/tokens.js';
+import { postgresUrlForFaultTests } from '../postgres.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const RECIPIENTS = 10_000;
+
+const baseUrl = await postgresUrlForFaultTests();
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  origin: string;
+  output: string[];
+}
+
+describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreSQL, 2 api + 2 worker processes)', () => {
+  const dbName = `waygate_fault_${randomBytes(4).toString('hex')}`;
+  let databaseUrl = '';
+  const procs: Proc[] = [];
+  let token = '';
+
+  async function start(name: string, role: 'api' | 'worker'): Promise<Proc> {
+    // node itself (not the tsx wrapper), so the pid in the lease owner is the process we kill.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        LEASE_MS: '2000',
+        SANDBOX_RECEIPT_MS: '200',
+        BULK_DELAY_MS: '0',
+        RATE_LIMIT_PER_MINUTE: '0',
+        NETWORK: 'sandbox',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    const origin = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
+      const onData = (chunk: Buffer): void => {
+        output.push(chunk.toString());
+        const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+      child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
+    });
+    const proc = { name, child, origin, output };
+    procs.push(proc);
+    return proc;
+  }
+
+  async function api<T>(proc: Proc, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
+    const response = await fetch(`${proc.origin}${url}`, {
+      method,
+      headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, json: (await response.json()) as T };
+  }
+
+  async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, intervalMs = 20): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  }
+
+  beforeAll(async () => {
+    const admin = new pg.Client({ connectionString: baseUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    await admin.end();
+    const url = new URL(baseUrl!);
+    url.pathname = `/${dbName}`;
+    databaseUrl = url.toString();
+    const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
+    await runMigrations(database);
+    const { accountId } = await new AccountService(database).createAccount({ email: 'fault@example.test', password: 'fault test password', plan: 'unlimited' });
+    token = (await new TokenService(database).create(accountId, { name: 'fault' })).token;
+    await database.close();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const proc of procs) if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+    await Promise.all(procs.map((proc) => new Promise((resolve) => (proc.child.exitCode !== null || proc.child.signalCode !== null ? resolve(null) : proc.child.once('exit', resolve)))));
+    const admin = new pg.Client({ connectionString: baseUrl });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+  }, 60_000);
+
+  it('completes the job with every recipient delivered exactly once', async () => {
+    const [api1, api2] = await Promise.all([start('api-1', 'api'), start('api-2', 'api')]);
+    await Promise.all([start('worker-1', 'worker'), start('worker-2', 'worker')]);
+
+    // Link a device through one API process, scan through the other.
+    const created = await api<{ data: { id: string }; qr: { code: string } | null }>(api1!, 'POST', '/devices', { name: 'fault phone' });
+    expect(created.status).toBe(201);
+    const deviceId = created.json.data.id;
+    const qr = created.json.qr ?? (await api<{ data: { code: string } }>(api2!, 'GET', `/devices/${deviceId}/qr`)).json.data;
+    expect((await api(api2!, 'POST', '/sandbox/scan', { code: qr.code, phoneNumber: '6281300000001' })).status).toBe(200);
+    await until('the device to connect', 20_000, async () => {
+      const device = await api<{ data: { status: string } }>(api1!, 'GET', `/devices/${deviceId}`);
+      return device.json.data.status === 'CONNECTED' ? true : undefined;
+    });
+
+    // Recipients avoid the magic endings 0000–0003, so every one should be delivered.
+    const recipients: string[] = [];
+    for (let i = 0; recipients.length < RECIPIENTS; i++) if (i % 10_000 >= 4) recipients.push(`628140${String(i).padStart(7, '0')}`);
+    const accepted = await api<{ jobId: string; totalContacts: number }>(api1!, 'POST', '/messages/send', { type: 'TEXT', content: 'fault test', recipients });
+    expect(accepted.status).toBe(202);
+    expect(accepted.json.totalContacts).toBe(RECIPIENTS);
+    const jobId = accepted.json.jobId;
+
+    // Kill the owner of the device in the middle of the job, at a moment when it holds messages
+    // it has claimed (SENDING) but not yet recorded, then start a replacement.
+    const probe = new pg.Client({ connectionString: databaseUrl });
+    await probe.connect();
+    const owner = await until('the owner to hold messages in flight', 30_000, async () => {
+      const { rows } = await probe.query<{ sending: number; sent: number; lease_owner: string | null }>(
+        `SELECT (SELECT count(*)::int FROM messages WHERE job_id = $1 AND status = 'SENDING') AS sending,
+                (SELECT sent_count FROM bulk_jobs WHERE id = $1) AS sent,
+                (SELECT lease_owner FROM devices WHERE id = $2) AS lease_owner`,
+        [jobId, deviceId],
+      );
+      return rows[0]!.sending > 0 && rows[0]!.sent > 0 && rows[0]!.lease_owner ? rows[0]!.lease_owner : undefined;
+    }, 1);
+    await probe.end();
+    const ownerPid = Number(/_(\d+)_[0-9a-f]+$/.exec(owner)?.[1]);
+    const victim = procs.find((proc) => proc.child.pid === ownerPid);
+    expect(victim, `the lease owner ${owner} is one of our workers`).toBeDefined();
+    const before = (await api<{ data: { sentCount: number; totalContacts: number } }>(api2!, 'GET', `/messages/bulk-jobs/${jobId}`)).json.data;
+    victim!.child.kill('SIGKILL');
+    await start('worker-3', 'worker');
+
+    const job = await until('the job to complete', 90_000, async () => {
+      const current = await api<{ data: { status: string; sentCount: number; failedCount: number; totalContacts: number } }>(api1!, 'GET', `/messages/bulk-jobs/${jobId}`);
+      return current.json.data.status === 'COMPLETED' ? current.json.data : undefined;
+    });
+    expect(job.sentCount + job.failedCount).toBe(RECIPIENTS);
+    expect(job.sentCount).toBe(RECIPIENTS);
+
+    // Every recipient reached the phone exactly once, whatever the handovers.
+    const check = new pg.Client({ connectionString: databaseUrl });
+    await check.connect();
+    try {
+      const stats = await until('every receipt', 60_000, async () => {
+        const { rows } = await check.query<{ recipients: number; delivered_once: number; over: number; handovers: number }>(
+          `SELECT count(DISTINCT "to")::int AS recipients, count(*) FILTER (WHERE delivered = 1)::int AS delivered_once,
+                  count(*) FILTER (WHERE delivered > 1)::int AS over, sum(send_calls)::int AS handovers
+             FROM sandbox_messages WHERE device_id = $1`,
+          [deviceId],
+        );
+        return rows[0]!.delivered_once === RECIPIENTS ? rows[0]! : undefined;
+      });
+      expect(stats.recipients).toBe(RECIPIENTS);
+      expect(stats.over).toBe(0);
+      expect(stats.handovers).toBeGreaterThanOrEqual(RECIPIENTS);
+      const { rows: messages } = await check.query<{ n: number; distinct_peers: number }>(
+        `SELECT count(*)::int AS n, count(DISTINCT peer)::int AS distinct_peers FROM messages WHERE job_id = $1`,
+        [jobId],
+      );
+      expect(messages[0]).toEqual({ n: RECIPIENTS, distinct_peers: RECIPIENTS });
+      console.log(
+        `fault test: killed ${victim!.name} at ${before.sentCount}/${before.totalContacts} sent; job COMPLETED; ` +
+          `${stats.handovers - RECIPIENTS} handovers repeated after the crash, 0 duplicates delivered`,
+      );
+    } finally {
+      await check.end();
+    }
+  }, 240_000);
+});
