@@ -29,7 +29,7 @@ import { TokenService } from './domain/tokens.js';
 import { AppError } from './errors.js';
 import { installAuth } from './http/auth.js';
 import { installErrorHandler } from './http/error-handler.js';
-import { installMetrics } from './http/metrics.js';
+import { installMetrics } from './metrics.js';
 import { redactUrl } from './http/redact.js';
 import { accountRoutes } from './http/routes/account.js';
 import { contactRoutes } from './http/routes/contacts.js';
@@ -123,7 +123,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id);
   });
   installErrorHandler(app);
-  const registry = installMetrics(app);
+  const registry = installMetrics(app, database);
 
   await app.register(swagger, {
     openapi: {

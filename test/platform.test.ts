@@ -120,6 +120,8 @@ describe('ops and docs', () => {
     expect(response.headers['content-type']).toMatch(/text\/plain/);
     expect(response.body).toMatch(/waygate_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
     expect(response.body).toContain('waygate_process_cpu_seconds_total');
+    expect(response.body).toMatch(/waygate_queue_depth \d+/);
+    expect(response.body).toMatch(/waygate_devices\{status="CONNECTED"\} \d+/);
   });
 
   it('serves interactive docs', async () => {
@@ -158,6 +160,23 @@ describe('ops and docs', () => {
       ['get', '/groups/{id}/contacts'],
       ['post', '/groups/{id}/contacts'],
       ['delete', '/groups/{id}/contacts/{contactId}'],
+      ['get', '/devices'],
+      ['post', '/devices'],
+      ['get', '/devices/{id}'],
+      ['get', '/devices/{id}/qr'],
+      ['post', '/devices/{id}/reconnect'],
+      ['delete', '/devices/{id}'],
+      ['post', '/messages/send'],
+      ['get', '/messages'],
+      ['get', '/messages/{id}'],
+      ['post', '/messages/{id}/cancel'],
+      ['get', '/messages/bulk-jobs'],
+      ['get', '/messages/bulk-jobs/{id}'],
+      ['post', '/messages/bulk-jobs/{id}/cancel'],
+      ['post', '/sandbox/scan'],
+      ['post', '/sandbox/incoming'],
+      ['post', '/sandbox/devices/{id}/disconnect'],
+      ['get', '/sandbox/messages'],
       ['get', '/healthz'],
       ['get', '/readyz'],
       ['get', '/metrics'],

@@ -8,6 +8,7 @@ import type { Database, Queryable } from '../db/client.js';
 import type { Receipt } from '../network/network.js';
 import type { MessageType } from '../network/network.js';
 import type { MessageRow } from './message-model.js';
+import { messageTransitions } from '../metrics.js';
 import { refundQuota } from './quota.js';
 
 export interface ClaimedMessage {
@@ -178,6 +179,9 @@ export class MessageQueue {
         await completeJobs(tx, [...jobs]);
       });
     }
+    if (sent.length > 0) messageTransitions.inc({ status: 'SENT' }, sent.length);
+    if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
+    if (retry.length > 0) messageTransitions.inc({ status: 'RETRY' }, retry.length);
     return {
       sent: sent.length,
       failed: failed.length,
@@ -278,6 +282,10 @@ export class MessageQueue {
         }
       }
       await completeJobs(tx, [...jobs]);
+      for (const status of ['DELIVERED', 'READ'] as const) {
+        const count = receipts.filter((r) => r.status === status).length;
+        if (count > 0) messageTransitions.inc({ status: `${status}_RECEIPT` }, count);
+      }
       return changed;
     });
   }

@@ -7,6 +7,7 @@ import type { Bus } from '../db/bus.js';
 import type { Database, Queryable } from '../db/client.js';
 import { AppError, type FieldError } from '../errors.js';
 import { newId } from '../ids.js';
+import { messageTransitions } from '../metrics.js';
 import type { MessageType } from '../network/network.js';
 import type { AckWaiter } from './ack-waiter.js';
 import { MAX_PAGE_SIZE, type Page } from './contacts.js';
@@ -234,6 +235,7 @@ export class MessageService {
       throw await quotaExceeded(this.database, accountId, ids.length, row);
     }
     this.bus.local('waygate_dispatch', row.device_id!);
+    messageTransitions.inc({ status: 'ACCEPTED' }, ids.length);
 
     // A device known to be down (DISCONNECTED) cannot acknowledge anything now: answer 202 with the
     // messages QUEUED at once instead of holding the request for SEND_WAIT_MS.
@@ -310,6 +312,7 @@ export class MessageService {
       await tx.query(`SELECT pg_notify('waygate_dispatch', 'fanout')`);
       return count;
     });
+    messageTransitions.inc({ status: 'ACCEPTED' }, total);
     return {
       statusCode: 202,
       body: {

@@ -1,0 +1,96 @@
+/**
+ * Prometheus metrics. One registry per process (prom-client metrics are registered once);
+ * every app built in the process adds its request hooks to it. Gauges that describe the shared
+ * state (queue depth, devices by state) are read from the database at scrape time with cheap,
+ * index-backed queries; counters count what this process did.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Database } from './db/client.js';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'waygate_' });
+
+const requests = new Counter({
+  name: 'waygate_http_requests_total',
+  help: 'HTTP requests answered, by method, route and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+const duration = new Histogram({
+  name: 'waygate_http_request_duration_seconds',
+  help: 'HTTP request latency, by method and route',
+  labelNames: ['method', 'route'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+  registers: [registry],
+});
+
+/** Messages this process moved into a state (accepted, SENT, FAILED, DELIVERED, READ, …). */
+export const messageTransitions = new Counter({
+  name: 'waygate_messages_total',
+  help: 'Messages this process moved into each status',
+  labelNames: ['status'] as const,
+  registers: [registry],
+});
+
+/** The databases of the apps open in this process; gauges read the most recent one. */
+const databases: Database[] = [];
+
+/** Reads a gauge's value from the database; a failure leaves the gauge as it was (a scrape must not fail). */
+async function fromDatabase<T>(read: (database: Database) => Promise<T>): Promise<T | undefined> {
+  const database = databases[databases.length - 1];
+  if (!database) return undefined;
+  try {
+    return await read(database);
+  } catch {
+    return undefined;
+  }
+}
+
+new Gauge({
+  name: 'waygate_queue_depth',
+  help: 'Messages waiting to be sent whose time has come (QUEUED, or SCHEDULED and due)',
+  registers: [registry],
+  async collect() {
+    const n = await fromDatabase(async (db) => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE due_at <= now()'))[0]?.n);
+    if (n !== undefined) this.set(n);
+  },
+});
+
+new Gauge({
+  name: 'waygate_scheduled_messages',
+  help: 'Messages waiting for a time in the future',
+  registers: [registry],
+  async collect() {
+    const n = await fromDatabase(async (db) => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE due_at > now()'))[0]?.n);
+    if (n !== undefined) this.set(n);
+  },
+});
+
+new Gauge({
+  name: 'waygate_devices',
+  help: 'Linked devices by state (removed ones excluded)',
+  labelNames: ['status'] as const,
+  registers: [registry],
+  async collect() {
+    const rows = await fromDatabase((db) =>
+      db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM devices WHERE removed_at IS NULL GROUP BY status'),
+    );
+    if (!rows) return;
+    this.reset();
+    for (const status of ['PENDING', 'CONNECTED', 'DISCONNECTED', 'LOGGED_OUT']) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
+  },
+});
+
+export function installMetrics(app: FastifyInstance, database: Database): Registry {
+  databases.push(database);
+  app.addHook('onClose', async () => {
+    databases.splice(databases.lastIndexOf(database), 1);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    requests.inc({ method: request.method, route, status: String(reply.statusCode) });
+    duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  });
+  return registry;
+}
