@@ -34,7 +34,7 @@ describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreS
   const procs: Proc[] = [];
   let token = '';
 
-  async function start(name: string, role: 'api' | 'worker'): Promise<Proc> {
+  async function start(name: string, role: 'api' | 'worker', extraEnv: Record<string, string> = {}): Promise<Proc> {
     // node itself (not the tsx wrapper), so the pid in the lease owner is the process we kill.
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
       cwd: ROOT,
@@ -49,6 +49,7 @@ describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreS
         BULK_DELAY_MS: '0',
         RATE_LIMIT_PER_MINUTE: '0',
         NETWORK: 'sandbox',
+        ...extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -195,4 +196,55 @@ describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreS
       await check.end();
     }
   }, 240_000);
+
+  it('drains on SIGTERM: the worker finishes what it holds, releases its lease and exits 0; the next one takes over at once', async () => {
+    const apiProc = procs.find((proc) => proc.name === 'api-1')!;
+    // Paced bulk traffic (one message every 100–200 ms), so the job is still running when the signal comes.
+    const paced = await start('worker-paced', 'worker', { BULK_DELAY_MS: '100-200', LEASE_MS: '60000' });
+    for (const proc of procs) if (proc.name.startsWith('worker-') && proc !== paced && proc.child.exitCode === null) proc.child.kill('SIGKILL');
+    const created = await api<{ data: { id: string }; qr: { code: string } | null }>(apiProc, 'POST', '/devices', { name: 'drain phone' });
+    const deviceId = created.json.data.id;
+    const qr = created.json.qr ?? (await api<{ data: { code: string } }>(apiProc, 'GET', `/devices/${deviceId}/qr`)).json.data;
+    await api(apiProc, 'POST', '/sandbox/scan', { code: qr.code, phoneNumber: '6281300000002' });
+    await until('the device to connect', 30_000, async () => {
+      const device = await api<{ data: { status: string } }>(apiProc, 'GET', `/devices/${deviceId}`);
+      return device.json.data.status === 'CONNECTED' ? true : undefined;
+    });
+    const recipients = Array.from({ length: 40 }, (_, i) => `628150000${String(i + 100).padStart(4, '0')}`);
+    const accepted = await api<{ jobId: string }>(apiProc, 'POST', '/messages/send', { type: 'TEXT', content: 'drain', recipients, deviceId });
+    expect(accepted.status).toBe(202);
+    const jobId = accepted.json.jobId;
+    await until('some messages to go out', 30_000, async () => {
+      const job = await api<{ data: { sentCount: number } }>(apiProc, 'GET', `/messages/bulk-jobs/${jobId}`);
+      return job.json.data.sentCount >= 3 ? true : undefined;
+    });
+
+    const exited = new Promise<number | null>((resolve) => paced.child.once('exit', (code) => resolve(code)));
+    const signalledAt = Date.now();
+    paced.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(Date.now() - signalledAt).toBeLessThan(10_000);
+
+    const check = new pg.Client({ connectionString: databaseUrl });
+    await check.connect();
+    try {
+      const { rows } = await check.query<{ lease_owner: string | null; sending: number }>(
+        `SELECT lease_owner, (SELECT count(*)::int FROM messages WHERE device_id = $1 AND status = 'SENDING') AS sending FROM devices WHERE id = $1`,
+        [deviceId],
+      );
+      expect(rows[0]).toEqual({ lease_owner: null, sending: 0 });
+    } finally {
+      await check.end();
+    }
+
+    // The lease was released, not left to expire (60 s here): a new worker finishes the job at once.
+    const startedAt = Date.now();
+    await start('worker-after-drain', 'worker', { BULK_DELAY_MS: '0', LEASE_MS: '60000' });
+    const job = await until('the job to complete after the drain', 30_000, async () => {
+      const current = await api<{ data: { status: string; sentCount: number } }>(apiProc, 'GET', `/messages/bulk-jobs/${jobId}`);
+      return current.json.data.status === 'COMPLETED' ? current.json.data : undefined;
+    });
+    expect(job.sentCount).toBe(recipients.length);
+    expect(Date.now() - startedAt).toBeLessThan(30_000);
+  }, 120_000);
 });
