@@ -1,35 +1,44 @@
 /**
- * With TEST_DATABASE_URL, every test run gets a database of its own, created here from that
- * server and dropped at the end, so runs never see each other's rows or an older schema.
+ * With TEST_DATABASE_URL, every test run gets a migrated template database of its own, created
+ * here on that server and dropped at the end; each test file then works in a copy of it
+ * (CREATE DATABASE … TEMPLATE, see openTestDatabase), so files never see each other's rows or
+ * workers, and runs never see an older schema.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import { openDatabase } from '../src/db/client.js';
+import { runMigrations } from '../src/db/migrate.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    databaseUrl: string | undefined;
+    /** The server's URL (for CREATE DATABASE) and the template to copy, when on PostgreSQL. */
+    postgres: { serverUrl: string; template: string } | undefined;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) {
-    project.provide('databaseUrl', undefined);
+    project.provide('postgres', undefined);
     return async () => undefined;
   }
-  const name = `waygate_test_${randomBytes(5).toString('hex')}`;
+  const template = `waygate_test_${randomBytes(5).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${template}`);
   await admin.end();
   const url = new URL(base);
-  url.pathname = `/${name}`;
-  project.provide('databaseUrl', url.toString());
+  url.pathname = `/${template}`;
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused', poolSize: 1 });
+  await runMigrations(database);
+  await database.close();
+  project.provide('postgres', { serverUrl: base, template });
   return async () => {
     const cleanup = new pg.Client({ connectionString: base });
     await cleanup.connect();
-    await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    const copies = await cleanup.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`${template}%`]);
+    for (const { datname } of copies.rows) await cleanup.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
     await cleanup.end();
   };
 }

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp, createServices, type Services } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
@@ -22,10 +23,32 @@ export interface TestContext {
   close(): Promise<void>;
 }
 
+/** A database of this test file's own: an in-memory PGlite, or a copy of the run's migrated PostgreSQL template. */
 export async function openTestDatabase(): Promise<Database> {
-  const url = inject('databaseUrl');
-  const database = await openDatabase(url ? { databaseUrl: url, dataDir: 'unused', poolSize: 5 } : { dataDir: 'memory://' });
-  await runMigrations(database);
+  const postgres = inject('postgres');
+  if (!postgres) {
+    const database = await openDatabase({ dataDir: 'memory://' });
+    await runMigrations(database);
+    return database;
+  }
+  const name = `${postgres.template}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: postgres.serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${postgres.template}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(postgres.serverUrl);
+  url.pathname = `/${name}`;
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused', poolSize: 5 });
+  const close = database.close.bind(database);
+  database.close = async () => {
+    await close();
+    const cleanup = new pg.Client({ connectionString: postgres.serverUrl });
+    await cleanup.connect();
+    await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => cleanup.end());
+  };
   return database;
 }
 

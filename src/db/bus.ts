@@ -15,8 +15,31 @@ export interface Bus {
   publish(channel: BusChannel, payload: string): Promise<void>;
   /** Notifies this process's subscribers now, without a round trip (they may hear a publish of the same news again). */
   local(channel: BusChannel, payload: string, detail?: unknown): void;
+  /**
+   * Notifies every process soon: identical notifications raised in the same tick go out as one
+   * NOTIFY, outside any data-writing transaction (PostgreSQL serialises the commits of
+   * transactions that notify, so a NOTIFY inside every request's transaction caps throughput).
+   */
+  publishSoon(channel: BusChannel, payload: string): void;
   subscribe(channel: BusChannel, handler: Handler): () => void;
   close(): Promise<void>;
+}
+
+/** Coalesces notifications raised in one tick into one NOTIFY each. */
+function coalescer(publish: (channel: BusChannel, payload: string) => Promise<void>): (channel: BusChannel, payload: string) => void {
+  let pending = new Map<string, [BusChannel, string]>();
+  let scheduled = false;
+  return (channel, payload) => {
+    pending.set(`${channel}\u0000${payload}`, [channel, payload]);
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      const batch = pending;
+      pending = new Map();
+      scheduled = false;
+      for (const [c, p] of batch.values()) void publish(c, p).catch(() => undefined);
+    });
+  };
 }
 
 export function createBus(database: Database): Bus {
@@ -33,10 +56,12 @@ export function createBus(database: Database): Bus {
 
   if (database.kind === 'pglite') {
     const unlisten = new Map<string, Promise<() => Promise<void>>>();
+    const publish = async (channel: BusChannel, payload: string): Promise<void> => {
+      await database.query('SELECT pg_notify($1, $2)', [channel, payload]);
+    };
     return {
-      async publish(channel, payload) {
-        await database.query('SELECT pg_notify($1, $2)', [channel, payload]);
-      },
+      publish,
+      publishSoon: coalescer(publish),
       local: deliver,
       subscribe(channel, handler) {
         if (!handlers.has(channel)) {
@@ -78,10 +103,12 @@ export function createBus(database: Database): Bus {
     return connecting;
   };
 
+  const publish = async (channel: BusChannel, payload: string): Promise<void> => {
+    await database.pool!.query('SELECT pg_notify($1, $2)', [channel, payload]);
+  };
   return {
-    async publish(channel, payload) {
-      await database.pool!.query('SELECT pg_notify($1, $2)', [channel, payload]);
-    },
+    publish,
+    publishSoon: coalescer(publish),
     local: deliver,
     subscribe(channel, handler) {
       if (!handlers.has(channel)) handlers.set(channel, new Set());

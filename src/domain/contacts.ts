@@ -97,6 +97,11 @@ const SEARCH_EXPRESSION = `(lower(name) || chr(1) || phone_number)`;
  * The one statement of an unfiltered listing page: the rows and, on every row, the account's
  * trigger-kept contacts_count as the total (one row of NULLs when the page is empty).
  * Exported so the contacts benchmark's bare route runs exactly this SQL.
+ *
+ * Contact queries order by `created_at DESC NULLS LAST, id DESC NULLS LAST`, the exact order of
+ * contacts_account_created_idx (Drizzle writes DESC indexes NULLS LAST). Plain `DESC` means NULLS
+ * FIRST, which that index cannot give, and PostgreSQL then reads and sorts the whole account
+ * (300 ms at a million contacts) even though both columns are NOT NULL.
  */
 export function unfilteredPageQuery(accountId: string, limit: number, offset = 0): PreparedStatement {
   return {
@@ -132,8 +137,8 @@ const SPARSE_ROW_COST = 8;
  * longer one counts through the trigram index, where the extra characters keep candidates few.
  * Knowing the exact total, the statement then picks the page's plan itself, by one-time filters,
  * rather than leave it to LIKE selectivity estimates that are often 100 times off: the walk
- * (strpos on the stored search_text, which no index serves, so the planner keeps to the
- * newest-first index) or the trigram path (OFFSET 0 keeps the sort out of the index scan).
+ * (strpos on search_text, the search text stored by migration 0007, which no index serves, so the
+ * planner keeps to the newest-first index) or the trigram path (OFFSET 0 keeps the sort out of the index scan).
  * Nothing runs past the total.
  */
 export function searchPageQuery(accountId: string, needle: string, limit: number, offset = 0): PreparedStatement {

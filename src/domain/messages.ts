@@ -186,7 +186,7 @@ export class MessageService {
     const ticket = scheduled || this.sendWaitMs === 0 ? undefined : this.acks.expect(ids);
     const dueAt = scheduled ? valid.scheduledAt! : now;
     // One statement (so one implicit transaction, and the account's usage row is locked only for
-    // its duration): pick the device, reserve the quota, insert the messages, wake the worker.
+    // its duration): pick the device, reserve the quota, insert the messages.
     const [row] = await this.database.query<{
       device_id: string | null;
       device_connected: boolean | null;
@@ -208,8 +208,7 @@ export class MessageService {
            FROM unnest($9::text[], $10::text[], $11::text[]) AS m(id, peer, nid), d, u
          RETURNING device_id)
        SELECT (SELECT id FROM d) AS device_id, (SELECT status = 'CONNECTED' FROM d) AS device_connected, (SELECT count(*)::int FROM ins) AS inserted,
-              a.period_start, a.period_end, a.quota,
-              (SELECT pg_notify('waygate_dispatch', (SELECT id FROM d)) WHERE EXISTS (SELECT 1 FROM ins)) AS notified
+              a.period_start, a.period_end, a.quota
          FROM a`,
       [
         accountId,
@@ -234,7 +233,9 @@ export class MessageService {
       if (!row.device_id) await this.resolveDevice(this.database, accountId, valid.deviceId);
       throw await quotaExceeded(this.database, accountId, ids.length, row);
     }
+    // Wake the device's owner: at once if it is in this process, by NOTIFY if it is elsewhere.
     this.bus.local('waygate_dispatch', row.device_id!);
+    this.bus.publishSoon('waygate_dispatch', row.device_id!);
     messageTransitions.inc({ status: 'ACCEPTED' }, ids.length);
 
     // A device known to be down (DISCONNECTED) cannot acknowledge anything now: answer 202 with the
@@ -271,7 +272,7 @@ export class MessageService {
     const jobId = newId('job');
     const status = scheduled ? 'SCHEDULED' : 'PROCESSING';
     const total = await this.database.transaction(async (tx) => {
-      const device = await this.resolveDevice(tx, accountId, valid.deviceId);
+      // What is wrong with the request itself (unknown groups) is said before the state of the account (no device).
       if (valid.groupIds.length > 0) {
         const found = await tx.query<{ id: string }>('SELECT id FROM groups WHERE account_id = $1 AND id = ANY($2::text[])', [accountId, valid.groupIds]);
         const known = new Set(found.map((g) => g.id));
@@ -284,6 +285,7 @@ export class MessageService {
           );
         }
       }
+      const device = await this.resolveDevice(tx, accountId, valid.deviceId);
       // The recipient set is frozen now, de-duplicated by phone: explicit recipients in request
       // order, then group members. Node never holds it as objects; it stays one array in one row.
       const [job] = await tx.query<{ total_contacts: number }>(

@@ -1,0 +1,119 @@
+/**
+ * Scheduled sends through the real app and a real worker: a direct send scheduled a moment ahead
+ * is answered 202 SCHEDULED and goes out within a second of its time; a scheduled bulk job is
+ * SCHEDULED, then PROCESSING, then COMPLETED, its messages going out on time.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTenant, type TestContext } from './helpers.js';
+import {
+  createMessagingApp,
+  expectOk,
+  getJob,
+  getMessage,
+  linkDevice,
+  listMessages,
+  phone,
+  phones,
+  send,
+  sendBulk,
+  time,
+  usedMessages,
+  waitFor,
+  waitForJob,
+  waitForMessage,
+  type DirectSendBody,
+  type JobStatus,
+} from './messaging-helpers.js';
+
+let ctx: TestContext;
+beforeAll(async () => {
+  ctx = await createMessagingApp();
+});
+afterAll(async () => ctx.close());
+
+const OUT = ['SENT', 'DELIVERED', 'READ'];
+
+describe('a scheduled direct send', () => {
+  it('is answered 202 SCHEDULED and goes out within a second of its time, not before', async () => {
+    const tenant = await createTenant(ctx);
+    await linkDevice(ctx, tenant);
+    const scheduledAt = new Date(Date.now() + 1_500);
+    const response = await send(ctx, tenant, { type: 'TEXT', content: 'on time', recipients: phones(2), scheduledAt: scheduledAt.toISOString() });
+    const body = expectOk<DirectSendBody>(response, 202);
+    expect(body.async).toBe(true);
+    for (const message of body.messages) {
+      expect(message).toMatchObject({ status: 'SCHEDULED', sentAt: null, queuedAt: null, attempts: 0 });
+      expect(time(message.scheduledAt)).toBe(scheduledAt.getTime());
+    }
+    expect(await usedMessages(ctx, tenant)).toBe(2);
+    expect((await listMessages(ctx, tenant, 'status=SCHEDULED')).meta.total).toBe(2);
+
+    for (const message of body.messages) {
+      const sent = await waitForMessage(ctx, tenant, message.id, (m) => OUT.includes(m.status), 'sent', 5_000);
+      const lateBy = time(sent.sentAt) - scheduledAt.getTime();
+      expect(lateBy, `sent ${lateBy} ms after its time`).toBeGreaterThanOrEqual(0);
+      expect(lateBy, `sent ${lateBy} ms after its time`).toBeLessThan(1_000);
+      expect(sent.attempts).toBe(1);
+    }
+  });
+
+  it('a message scheduled just now (within the 60 s tolerance, or at this instant) is sent at once', async () => {
+    const tenant = await createTenant(ctx);
+    await linkDevice(ctx, tenant);
+    const response = await send(ctx, tenant, { type: 'TEXT', content: 'now', to: phone(), scheduledAt: new Date().toISOString() });
+    expect(response.statusCode, response.body).toBe(200);
+    expect(OUT).toContain((response.json() as DirectSendBody).message.status);
+  });
+});
+
+describe('a scheduled bulk job', () => {
+  it('is SCHEDULED, then PROCESSING, then COMPLETED; its messages go out within a second of its time', async () => {
+    const tenant = await createTenant(ctx);
+    await linkDevice(ctx, tenant);
+    const scheduledAt = new Date(Date.now() + 1_500);
+    // A 0003 recipient waits about a second for its retry, so PROCESSING lasts long enough to be seen.
+    const flaky = phone('0003');
+    const recipients = [...phones(14), flaky];
+    const created = await sendBulk(ctx, tenant, { type: 'TEXT', content: 'later', recipients, scheduledAt: scheduledAt.toISOString() });
+    expect(created).toMatchObject({ status: 'SCHEDULED', totalContacts: 15 });
+    expect(created.message).toMatch(/\b15 recipients\b/);
+    expect(created.message).toContain(scheduledAt.toISOString());
+
+    const job = await getJob(ctx, tenant, created.jobId);
+    expect(job).toMatchObject({ status: 'SCHEDULED', totalContacts: 15, sentCount: 0, failedCount: 0 });
+    expect(time(job.scheduledAt)).toBe(scheduledAt.getTime());
+    // Fanned out ahead of time into SCHEDULED messages.
+    const fanned = await waitFor(async () => {
+      const page = await listMessages(ctx, tenant, `jobId=${created.jobId}&limit=100`);
+      return page.meta.total === 15 ? page : undefined;
+    }, 5_000, 'the fan-out into 15 messages');
+    expect(fanned.data.every((m) => m.status === 'SCHEDULED' && time(m.scheduledAt) === scheduledAt.getTime())).toBe(true);
+    expect((await getJob(ctx, tenant, created.jobId)).status).toBe('SCHEDULED');
+
+    const seen: JobStatus[] = [];
+    const done = await waitForJob(
+      ctx,
+      tenant,
+      created.jobId,
+      (j) => {
+        if (seen[seen.length - 1] !== j.status) seen.push(j.status);
+        if (Date.now() < scheduledAt.getTime() - 50) expect(j.status).toBe('SCHEDULED');
+        return j.status === 'COMPLETED';
+      },
+      'COMPLETED',
+      8_000,
+    );
+    expect(seen).toEqual(['SCHEDULED', 'PROCESSING', 'COMPLETED']);
+    expect(done).toMatchObject({ totalContacts: 15, sentCount: 15, failedCount: 0 });
+    expect(time(done.completedAt)).toBeGreaterThanOrEqual(scheduledAt.getTime());
+
+    const messages = await listMessages(ctx, tenant, `jobId=${created.jobId}&limit=100`);
+    for (const message of messages.data) {
+      const lateBy = time(message.sentAt) - scheduledAt.getTime();
+      expect(lateBy).toBeGreaterThanOrEqual(0);
+      // The 0003 one is retried about a second after its first attempt.
+      if (message.to !== flaky) expect(lateBy, `${message.to} sent ${lateBy} ms after its time`).toBeLessThan(1_000);
+    }
+    expect((await getMessage(ctx, tenant, messages.data.find((m) => m.to === flaky)!.id)).attempts).toBe(2);
+  });
+});
