@@ -78,6 +78,9 @@ export async function startContactsServers(input: ServersInput): Promise<Started
   return {
     info: { waygate, bare: bareAddress, poolSize },
     async close() {
+      // autocannon ends a run by dropping its sockets; requests it abandoned may still be waiting
+      // for a pool connection, and would log errors if the pools ended under them.
+      await new Promise((resolve) => setTimeout(resolve, 500));
       await Promise.allSettled([app.close(), bare.close()]);
       await Promise.allSettled([database.close(), barePool.end()]);
     },
@@ -101,7 +104,7 @@ async function pickFragments(database: Database, accountId: string): Promise<Fra
   for (const [index, offset] of FRAGMENT_SOURCES.entries()) {
     if (fragments.length === FRAGMENT_COUNT) break;
     const [row] = await database.query<{ name: string }>(
-      `SELECT name FROM contacts WHERE account_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
+      `SELECT name FROM contacts WHERE account_id = $1 ORDER BY created_at DESC NULLS LAST, id DESC NULLS LAST OFFSET $2 LIMIT 1`,
       [accountId, offset],
     );
     if (!row) continue;

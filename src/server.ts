@@ -24,12 +24,18 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   let app: FastifyInstance | undefined;
   let worker: WorkerRuntime | undefined;
+  let workerDatabase: Database | undefined;
   const services = createServices(database, config);
   try {
     await runMigrations(database);
     app = await buildApp({ config, database, services, apiRoutes: role !== 'worker' });
     if (role !== 'api') {
-      worker = new WorkerRuntime(config, database, services.bus, app.log as unknown as Logger);
+      // On PostgreSQL the worker's state transitions commit asynchronously, on a pool of their
+      // own (see openDatabase); PGlite is one connection, shared.
+      workerDatabase = config.databaseUrl
+        ? await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 10, synchronousCommit: false, applicationName: 'waygate-worker' })
+        : database;
+      worker = new WorkerRuntime(config, workerDatabase, services.bus, app.log as unknown as Logger);
       await worker.start();
     }
     const address = await app.listen({ port: config.port, host: config.host });
@@ -52,6 +58,7 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
           await app!.close();
           await worker?.stop();
           await services.close();
+          if (workerDatabase && workerDatabase !== database) await workerDatabase.close();
           await database.close();
         })();
         return stopping;
@@ -62,6 +69,7 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
     await app?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     await services.close().catch(() => undefined);
+    if (workerDatabase && workerDatabase !== database) await workerDatabase.close().catch(() => undefined);
     await database.close().catch(() => undefined);
     throw error;
   }

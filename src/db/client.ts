@@ -48,6 +48,15 @@ export interface OpenDatabaseOptions {
   /** A directory, or 'memory://' for an in-memory PGlite (tests). */
   dataDir: string;
   poolSize?: number;
+  /**
+   * false: commits of this pool's connections do not wait for the WAL flush. For the worker's
+   * state transitions only (claims, outcomes, receipts, fan-out): if the PostgreSQL server
+   * itself crashes, the last few hundred milliseconds of them may be lost, which sends those
+   * messages again with the same network id (the network de-duplicates it). Acceptance of a
+   * request always commits synchronously.
+   */
+  synchronousCommit?: boolean;
+  applicationName?: string;
 }
 
 // Timestamps come back as Date objects from both drivers; int8 (count(*)) as a JS number.
@@ -58,7 +67,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 20,
-      application_name: 'waygate',
+      application_name: options.applicationName ?? 'waygate',
+      ...(options.synchronousCommit === false ? { options: '-c synchronous_commit=off' } : {}),
     });
     // An idle client that errors (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);

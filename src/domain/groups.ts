@@ -34,7 +34,7 @@ export class GroupService {
     const limit = Math.min(options.limit, MAX_PAGE_SIZE);
     const rows = await this.database.query<{ id: string; name: string; contacts_count: number; created_at: Date; updated_at: Date; total: number }>(
       `SELECT id, name, contacts_count, created_at, updated_at, count(*) OVER () AS total
-         FROM groups WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+         FROM groups WHERE account_id = $1 ORDER BY created_at DESC NULLS LAST, id DESC NULLS LAST LIMIT $2 OFFSET $3`,
       [accountId, limit, (options.page - 1) * limit],
     );
     let total = rows[0]?.total;

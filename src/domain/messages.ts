@@ -350,7 +350,7 @@ export class MessageService {
     const clause = where.join(' AND ');
     const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE ${clause}`, params);
     const rows = await this.database.query<MessageRow>(
-      `SELECT * FROM messages WHERE ${clause} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT * FROM messages WHERE ${clause} ORDER BY created_at DESC NULLS LAST, id DESC NULLS LAST LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, (options.page - 1) * limit],
     );
     return { data: rows.map(toMessage), meta: { total: count?.n ?? 0, page: options.page, limit } };
@@ -397,7 +397,7 @@ export class BulkJobService {
     }
     const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM bulk_jobs WHERE account_id = $1${filter}`, params);
     const rows = await this.database.query<BulkJobRow>(
-      `SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE account_id = $1${filter} ORDER BY created_at DESC, id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE account_id = $1${filter} ORDER BY created_at DESC NULLS LAST, id DESC NULLS LAST LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, (options.page - 1) * limit],
     );
     return { data: rows.map(toBulkJob), meta: { total: count?.n ?? 0, page: options.page, limit } };

@@ -265,7 +265,7 @@ export class DeviceRunner {
       const ids = summary.directIds.slice(i, i + 200).join(',');
       // Waiters in this process get the rows too (no read needed); other processes hear the ids.
       bus.local('waygate_acks', ids, summary.directRows);
-      await bus.publish('waygate_acks', ids);
+      bus.publishSoon('waygate_acks', ids);
     }
   }
 }
