@@ -20,6 +20,8 @@ declare module 'autocannon' {
       duration?: number;
       amount?: number;
       pipelining?: number;
+      /** Requests per second over all connections. */
+      overallRate?: number;
       timeout?: number;
       method?: string;
       headers?: Record<string, string>;

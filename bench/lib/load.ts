@@ -19,6 +19,8 @@ export interface LoadOptions {
   connections: number;
   durationSeconds: number;
   warmupSeconds: number;
+  /** Caps the requests per second over all connections (an offered load below saturation); unset: as fast as answered. */
+  overallRate?: number;
 }
 
 export interface LoadResult {
@@ -66,6 +68,7 @@ async function fire(options: LoadOptions, durationSeconds: number): Promise<Load
         duration: durationSeconds,
         timeout: 30,
         headers: options.headers ?? {},
+        ...(options.overallRate ? { overallRate: options.overallRate } : {}),
         requests,
         setupClient: (client) => {
           const shift = nextConnection++ % requests.length;
