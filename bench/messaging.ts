@@ -152,7 +152,7 @@ function peakRssMb(pid: number): number {
 async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess; origin: string; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const origin = await new Promise<string>((resolve, reject) => {

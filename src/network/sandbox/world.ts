@@ -180,34 +180,51 @@ export class SandboxWorld {
     return results;
   }
 
-  /** Receipts whose time has come, not yet handed over. Handing over is confirmed by markReceipts. */
+  /**
+   * Receipts whose time has come and that were not handed over yet, oldest first. Each device's
+   * low-water marks (sandbox_phones.delivered_mark / read_mark) bound the index range read.
+   * Handing over is confirmed by markReceipts.
+   */
   async dueReceipts(deviceIds: string[], limit = 5000): Promise<DueReceipt[]> {
     if (deviceIds.length === 0) return [];
-    // Per device, a range scan of its own partial index: one busy device cannot slow another's poll.
     const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
-      `SELECT r.* FROM unnest($1::text[]) AS d(id) CROSS JOIN LATERAL (
-         (SELECT device_id, network_message_id, 'DELIVERED' AS status, deliver_at AS at FROM sandbox_messages
-           WHERE device_id = d.id AND delivered = 0 AND deliver_at <= now() ORDER BY deliver_at LIMIT $2)
-         UNION ALL
-         (SELECT device_id, network_message_id, 'READ' AS status, read_at AS at FROM sandbox_messages
-           WHERE device_id = d.id AND read = 0 AND read_at <= now() ORDER BY read_at LIMIT $2)) AS r`,
+      `SELECT r.* FROM unnest($1::text[]) AS d(id)
+         LEFT JOIN sandbox_phones p ON p.device_id = d.id
+         CROSS JOIN LATERAL (
+           (SELECT device_id, network_message_id, 'DELIVERED' AS status, deliver_at AS at FROM sandbox_messages
+             WHERE device_id = d.id AND deliver_at > COALESCE(p.delivered_mark, '-infinity') AND deliver_at <= now() AND delivered = 0
+             ORDER BY deliver_at LIMIT $2)
+           UNION ALL
+           (SELECT device_id, network_message_id, 'READ' AS status, read_at AS at FROM sandbox_messages
+             WHERE device_id = d.id AND read_at > COALESCE(p.read_mark, '-infinity') AND read_at <= now() AND read = 0
+             ORDER BY read_at LIMIT $2)) AS r`,
       [deviceIds, limit],
     );
     return rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, status: r.status, at: r.at }));
   }
 
+  /**
+   * Records receipts as handed over (unindexed flags: HOT updates) and moves the devices'
+   * low-water marks: up to a minute behind the newest receipt handed over, so a message whose
+   * row committed late (its receipt time falls behind others') is still found.
+   */
   async markReceipts(receipts: DueReceipt[]): Promise<void> {
-    const groups = new Map<string, string[]>();
+    const groups = new Map<string, { ids: string[]; newest: number }>();
     for (const receipt of receipts) {
       const key = `${receipt.status}|${receipt.deviceId}`;
-      const list = groups.get(key) ?? [];
-      list.push(receipt.networkMessageId);
-      groups.set(key, list);
+      const group = groups.get(key) ?? { ids: [], newest: 0 };
+      group.ids.push(receipt.networkMessageId);
+      group.newest = Math.max(group.newest, receipt.at.getTime());
+      groups.set(key, group);
     }
-    for (const [key, ids] of groups) {
+    for (const [key, { ids, newest }] of groups) {
       const [status, deviceId] = key.split('|') as ['DELIVERED' | 'READ', string];
-      const column = status === 'DELIVERED' ? 'delivered = 1, delivered_at = now()' : 'read = 1, read_receipt_at = now()';
-      await this.database.query(`UPDATE sandbox_messages SET ${column} WHERE device_id = $1 AND network_message_id = ANY($2::text[])`, [deviceId, ids]);
+      const [flag, mark] = status === 'DELIVERED' ? ['delivered = 1, delivered_at = now()', 'delivered_mark'] : ['read = 1, read_receipt_at = now()', 'read_mark'];
+      await this.database.query(`UPDATE sandbox_messages SET ${flag} WHERE device_id = $1 AND network_message_id = ANY($2::text[])`, [deviceId, ids]);
+      await this.database.query(
+        `UPDATE sandbox_phones SET ${mark} = GREATEST(COALESCE(${mark}, '-infinity'), $2::timestamptz - interval '1 minute') WHERE device_id = $1`,
+        [deviceId, new Date(newest)],
+      );
     }
   }
 
@@ -263,7 +280,9 @@ export class SandboxWorld {
     }
     const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM sandbox_messages WHERE ${where.join(' AND ')}`, params);
     const rows = await this.database.query<Record<string, unknown>>(
-      `SELECT * FROM sandbox_messages WHERE ${where.join(' AND ')} ORDER BY accepted_at, network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT *, (deliver_at IS NOT NULL AND deliver_at <= now())::int AS phone_has,
+              (read_at IS NOT NULL AND read_at <= now())::int AS phone_read
+         FROM sandbox_messages WHERE ${where.join(' AND ')} ORDER BY accepted_at, network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, offset],
     );
     return {
@@ -278,11 +297,11 @@ export class SandboxWorld {
         mediaType: r.media_type as string | null,
         fileName: r.file_name as string | null,
         sendCalls: r.send_calls as number,
-        delivered: r.delivered as number,
-        read: r.read as number,
+        delivered: r.phone_has as number,
+        read: r.phone_read as number,
         acceptedAt: r.accepted_at as Date,
-        deliveredAt: r.delivered_at as Date | null,
-        readAt: r.read_receipt_at as Date | null,
+        deliveredAt: r.phone_has ? (r.deliver_at as Date) : null,
+        readAt: r.phone_read ? (r.read_at as Date) : null,
       })),
     };
   }
