@@ -207,6 +207,8 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   const results: Record<string, unknown> = {};
 
   // (a) and (b): one server process with Waygate and the bare route side by side.
+  // BENCH_ONLY=bulk runs (c) alone, for quick iterations on the bulk path.
+  if (process.env.BENCH_ONLY !== 'bulk') {
   const servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true });
   try {
     const origin = servers.info.waygate.replace('localhost', '127.0.0.1');
@@ -261,6 +263,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     });
   } finally {
     await servers.stop();
+  }
   }
 
   // (c) the 100,000-recipient job, in a fresh process of the built product (`node dist/cli.js

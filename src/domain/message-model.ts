@@ -1,5 +1,4 @@
 /** Message and bulk-job records as the API shows them, and the rules of their states. */
-import { createHash } from 'node:crypto';
 import type { MessageType } from '../network/network.js';
 
 export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
@@ -7,12 +6,16 @@ export type BulkJobStatus = 'SCHEDULED' | 'PROCESSING' | 'COMPLETED' | 'CANCELLE
 export const MESSAGE_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'];
 export const FINAL_STATUSES: readonly MessageStatus[] = ['FAILED', 'CANCELLED', 'READ'];
 
-/** The network message id: derived from the message id, so a resend after a crash carries the same one. */
+/**
+ * The network message id: derived from the message id (its time-sortable body, upper-cased), so
+ * a resend after a crash carries the same one, and new ids land at the end of the unique index
+ * instead of at random places in it.
+ */
 export function networkMessageIdFor(messageId: string): string {
-  return `WG${createHash('md5').update(messageId).digest('hex').slice(0, 18).toUpperCase()}`;
+  return `WG${messageId.slice(messageId.indexOf('_') + 1).toUpperCase()}`;
 }
 /** The same derivation in SQL, for messages created by INSERT ... SELECT. */
-export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string => `'WG' || upper(substr(md5(${idExpression}), 1, 18))`;
+export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string => `'WG' || upper(substr(${idExpression}, strpos(${idExpression}, '_') + 1))`;
 
 export interface Message {
   id: string;
