@@ -189,8 +189,6 @@ export const bulkJobs = pgTable(
     cancelledCount: integer('cancelled_count').notNull().default(0),
     quotaPeriodStart: ts('quota_period_start'),
     scheduledAt: ts('scheduled_at'),
-    /** How many of `recipients` have become messages; the fan-out resumes here after a crash. */
-    fanoutOffset: integer('fanout_offset').notNull().default(0),
     fannedOutAt: ts('fanned_out_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
     completedAt: ts('completed_at'),

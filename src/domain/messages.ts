@@ -415,8 +415,9 @@ export class BulkJobService {
    */
   async cancel(accountId: string, id: string): Promise<ReturnType<typeof toBulkJob>> {
     await this.database.transaction(async (tx) => {
-      const [job] = await tx.query<{ status: string; total_contacts: number; fanout_offset: number; fanned_out_at: Date | null; quota_period_start: Date | null }>(
-        'SELECT status, total_contacts, fanout_offset, fanned_out_at, quota_period_start FROM bulk_jobs WHERE id = $1 AND account_id = $2 FOR UPDATE',
+      // FOR UPDATE waits for fan-out chunks in flight (they hold the row FOR SHARE) and keeps new ones out.
+      const [job] = await tx.query<{ status: string; total_contacts: number; fanned_out_at: Date | null; quota_period_start: Date | null }>(
+        'SELECT status, total_contacts, fanned_out_at, quota_period_start FROM bulk_jobs WHERE id = $1 AND account_id = $2 FOR UPDATE',
         [id, accountId],
       );
       if (!job) throw new AppError('NOT_FOUND', 'Bulk job not found');
@@ -428,7 +429,11 @@ export class BulkJobService {
           WHERE job_id = $1 AND status IN ('SCHEDULED', 'QUEUED') RETURNING id`,
         [id],
       );
-      const notFannedOut = job.fanned_out_at ? 0 : job.total_contacts - job.fanout_offset;
+      let notFannedOut = 0;
+      if (!job.fanned_out_at) {
+        const [created] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE job_id = $1', [id]);
+        notFannedOut = job.total_contacts - (created?.n ?? 0);
+      }
       const count = cancelled.length + notFannedOut;
       await tx.query(
         `UPDATE bulk_jobs SET status = 'CANCELLED', cancelled_at = now(), cancelled_count = cancelled_count + $2, recipients = NULL WHERE id = $1`,

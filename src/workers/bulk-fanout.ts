@@ -1,7 +1,12 @@
 /**
- * Turns an accepted bulk job's frozen recipient list into messages, in chunks. Each chunk and
- * the job's cursor move in one transaction, so a crash resumes exactly where it stopped, and
- * no recipient is skipped or doubled. Node never holds the recipients: the SQL does the work.
+ * Turns an accepted bulk job's frozen recipient list into messages, in chunks of 10,000 that
+ * several loops (in this process and in other workers) insert in parallel. A chunk's message ids
+ * are fixed by its position in the list, so a chunk is done exactly when its first message
+ * exists, and inserting it is one transaction: a crash leaves each chunk whole or absent, never
+ * half, and a chunk is never inserted twice. Who inserts which chunk is settled by a
+ * transaction-scoped advisory lock per (job, chunk). Each chunk transaction holds the job row
+ * FOR SHARE, so cancelling a job (FOR UPDATE) waits for the chunks in flight and no chunk starts
+ * after it. Node never holds the recipients: the SQL does the work.
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../db/bus.js';
@@ -9,13 +14,18 @@ import type { Database } from '../db/client.js';
 import { NETWORK_MESSAGE_ID_SQL } from '../domain/message-model.js';
 import { completeJobs } from '../domain/message-queue.js';
 
-const CHUNK = 10_000;
+export const FANOUT_CHUNK = 10_000;
+const LOOPS = 2;
 const IDLE_MS = 1_000;
+
+/** The id of the message at 1-based `position` of job `jobId`'s recipient list (SQL and JS agree). */
+export const bulkMessageIdSql = (jobIdSql: string, positionSql: string): string => `'msg_' || substr(${jobIdSql}, 5) || lpad((${positionSql})::text, 7, '0')`;
+export const bulkMessageId = (jobId: string, position: number): string => `msg_${jobId.slice(4)}${String(position).padStart(7, '0')}`;
 
 export class BulkFanout {
   private stopped = true;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private loops: Promise<void>[] = [];
+  private readonly sleepers = new Set<() => void>();
   private unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -27,50 +37,84 @@ export class BulkFanout {
   start(): void {
     this.stopped = false;
     this.unsubscribe = this.bus.subscribe('waygate_dispatch', (payload) => {
-      if (payload === 'fanout') this.wakeUp?.();
+      if (payload === 'fanout') this.wake();
     });
-    this.loop = this.run();
+    for (let i = 0; i < LOOPS; i++) this.loops.push(this.run());
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
-    this.wakeUp?.();
-    await this.loop;
+    this.wake();
+    await Promise.all(this.loops);
+  }
+
+  private wake(): void {
+    for (const wake of [...this.sleepers]) wake();
   }
 
   private async run(): Promise<void> {
     while (!this.stopped) {
       let worked = false;
       try {
-        worked = await this.fanOutChunk();
+        worked = await this.step();
       } catch (error) {
         this.log.error({ err: error }, 'bulk fan-out failed; retrying');
       }
       if (!worked && !this.stopped) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, IDLE_MS);
-          this.wakeUp = () => {
+          const done = (): void => {
             clearTimeout(timer);
+            this.sleepers.delete(done);
             resolve();
           };
+          const timer = setTimeout(done, IDLE_MS);
+          this.sleepers.add(done);
         });
       }
     }
   }
 
-  /** Fans out one chunk of the oldest job that needs it; false when there was nothing to do. */
-  async fanOutChunk(): Promise<boolean> {
-    const device = await this.database.transaction(async (tx) => {
-      const [job] = await tx.query<{ id: string; device_id: string; fanout_offset: number; total_contacts: number }>(
-        `SELECT id, device_id, fanout_offset, total_contacts FROM bulk_jobs
-          WHERE fanned_out_at IS NULL AND status IN ('PROCESSING', 'SCHEDULED')
-          ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+  /** Inserts one chunk of the oldest job that needs one, or finishes a job whose chunks are all in; false when there was nothing to do. */
+  async step(): Promise<boolean> {
+    const jobs = await this.database.query<{ id: string; total_contacts: number }>(
+      `SELECT id, total_contacts FROM bulk_jobs WHERE fanned_out_at IS NULL AND status IN ('PROCESSING', 'SCHEDULED') ORDER BY created_at LIMIT 10`,
+    );
+    for (const job of jobs) {
+      const chunks = Math.ceil(job.total_contacts / FANOUT_CHUNK);
+      const firstIds = Array.from({ length: chunks }, (_, k) => bulkMessageId(job.id, k * FANOUT_CHUNK + 1));
+      const existing = new Set(
+        (await this.database.query<{ id: string }>('SELECT id FROM messages WHERE id = ANY($1::text[])', [firstIds])).map((row) => row.id),
       );
-      if (!job) return undefined;
-      const inserted = await tx.query<{ n: number }>(
+      const missing = firstIds.map((id, k) => (existing.has(id) ? -1 : k)).filter((k) => k >= 0);
+      if (missing.length === 0) {
+        await this.finish(job.id);
+        return true;
+      }
+      for (const chunk of missing) {
+        if (await this.insertChunk(job.id, chunk)) return true;
+      }
+    }
+    return false;
+  }
+
+  /** Inserts chunk `chunk` (0-based) of the job, unless it is taken, done, or the job stopped; true if it did. */
+  private async insertChunk(jobId: string, chunk: number): Promise<boolean> {
+    const result = await this.database.transaction(async (tx) => {
+      const [job] = await tx.query<{ status: string; device_id: string }>(
+        `SELECT status, device_id FROM bulk_jobs WHERE id = $1 AND fanned_out_at IS NULL FOR SHARE`,
+        [jobId],
+      );
+      if (!job || (job.status !== 'PROCESSING' && job.status !== 'SCHEDULED')) return undefined;
+      const [lock] = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1), $2) AS locked', [jobId, chunk]);
+      if (!lock?.locked) return undefined;
+      const start = chunk * FANOUT_CHUNK;
+      const [done] = await tx.query('SELECT 1 FROM messages WHERE id = $1', [bulkMessageId(jobId, start + 1)]);
+      if (done) return undefined;
+      const [inserted] = await tx.query<{ n: number }>(
         `WITH chunk AS (
-           SELECT j.*, r.phone, $2::int + r.ord AS position
+           SELECT j.id, j.account_id, j.device_id, j.type, j.content, j.media_url, j.scheduled_at, j.quota_period_start, r.phone,
+                  ${bulkMessageIdSql('j.id', '$2::int + r.ord')} AS msg_id
              FROM bulk_jobs j, unnest(j.recipients[$2::int + 1 : $2::int + $3::int]) WITH ORDINALITY AS r(phone, ord)
             WHERE j.id = $1),
          ins AS (
@@ -79,24 +123,28 @@ export class BulkFanout {
            SELECT c.msg_id, c.account_id, c.device_id, c.id, 'out', c.phone, c.type, c.content, c.media_url,
                   CASE WHEN c.scheduled_at > now() THEN 'SCHEDULED' ELSE 'QUEUED' END, 1,
                   COALESCE(c.scheduled_at, now()), ${NETWORK_MESSAGE_ID_SQL('c.msg_id')}, c.quota_period_start, c.scheduled_at
-             FROM (SELECT chunk.*, 'msg_' || substr(chunk.id, 5) || lpad(chunk.position::text, 7, '0') AS msg_id FROM chunk) c
-           ON CONFLICT DO NOTHING
+             FROM chunk c
            RETURNING 1)
          SELECT count(*)::int AS n FROM ins`,
-        [job.id, job.fanout_offset, CHUNK],
+        [jobId, start, FANOUT_CHUNK],
       );
-      const offset = Math.min(job.total_contacts, job.fanout_offset + CHUNK);
-      const done = offset >= job.total_contacts;
-      await tx.query(
-        `UPDATE bulk_jobs SET fanout_offset = $2, fanned_out_at = CASE WHEN $3 THEN now() END,
-                recipients = CASE WHEN $3 THEN NULL ELSE recipients END WHERE id = $1`,
-        [job.id, offset, done],
-      );
-      if (done) await completeJobs(tx, [job.id]);
-      this.log.debug({ jobId: job.id, inserted: inserted[0]?.n, offset, total: job.total_contacts }, 'bulk fan-out chunk');
-      await tx.query(`SELECT pg_notify('waygate_dispatch', $1)`, [job.device_id]);
-      return job.device_id;
+      return { device: job.device_id, inserted: inserted?.n ?? 0 };
     });
-    return device !== undefined;
+    if (!result) return false;
+    this.log.debug({ jobId, chunk, inserted: result.inserted }, 'bulk fan-out chunk');
+    this.bus.local('waygate_dispatch', result.device);
+    this.bus.publishSoon('waygate_dispatch', result.device);
+    return true;
+  }
+
+  /** Every chunk is in: the job is fanned out, its frozen list is dropped, and it may already be complete. */
+  private async finish(jobId: string): Promise<void> {
+    await this.database.transaction(async (tx) => {
+      const finished = await tx.query(
+        `UPDATE bulk_jobs SET fanned_out_at = now(), recipients = NULL WHERE id = $1 AND fanned_out_at IS NULL RETURNING id`,
+        [jobId],
+      );
+      if (finished.length > 0) await completeJobs(tx, [jobId]);
+    });
   }
 }

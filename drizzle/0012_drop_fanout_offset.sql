@@ -1,0 +1,1 @@
+ALTER TABLE "bulk_jobs" DROP COLUMN "fanout_offset";
