@@ -132,7 +132,12 @@ export const groupMembers = pgTable(
       .references(() => contacts.id, { onDelete: 'cascade' }),
     addedAt: ts('added_at').notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.groupId, t.contactId] }), index('group_members_contact_idx').on(t.contactId)],
+  (t) => [
+    primaryKey({ columns: [t.groupId, t.contactId] }),
+    index('group_members_contact_idx').on(t.contactId),
+    // GET /groups/:id/contacts pages through a group newest member first.
+    index('group_members_added_idx').on(t.groupId, t.addedAt.desc(), t.contactId.desc()),
+  ],
 );
 
 export const devices = pgTable(

@@ -121,7 +121,7 @@ export class GroupService {
     const rows = await this.database.query<{ id: string; name: string; phone_number: string; created_at: Date; updated_at: Date; added_at: Date }>(
       `SELECT c.id, c.name, c.phone_number, c.created_at, c.updated_at, m.added_at
          FROM group_members m JOIN contacts c ON c.id = m.contact_id
-        WHERE m.group_id = $1 ORDER BY m.added_at DESC, c.id DESC LIMIT $2 OFFSET $3`,
+        WHERE m.group_id = $1 ORDER BY m.added_at DESC NULLS LAST, m.contact_id DESC NULLS LAST LIMIT $2 OFFSET $3`,
       [groupId, limit, (options.page - 1) * limit],
     );
     return {

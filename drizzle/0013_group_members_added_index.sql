@@ -1,0 +1,1 @@
+CREATE INDEX "group_members_added_idx" ON "group_members" USING btree ("group_id","added_at" DESC NULLS LAST,"contact_id" DESC NULLS LAST);
