@@ -59,6 +59,7 @@ export async function startMessagingServers(input: ServersInput): Promise<Starte
     RATE_LIMIT_PER_MINUTE: '10000000',
     BULK_DELAY_MS: '0',
     NETWORK: 'sandbox',
+    SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000',
   });
   const server = await startServer(config, 'all');
   let bare: { address: string; close(): Promise<void> } | null = null;
