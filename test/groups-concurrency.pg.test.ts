@@ -2,9 +2,8 @@
  * Group membership under concurrent writes, on PostgreSQL (row locks and pg_stat_activity are
  * what make the race reproducible). Files named *.pg.test.ts run only in the PostgreSQL pass.
  */
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestApp, json, randomPhone, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, json, randomPhone, type TestContext, expectError } from './helpers.js';
 
 interface DataBody<T> {
   data: T;
@@ -15,16 +14,6 @@ interface ContactBody {
 interface GroupBody {
   id: string;
   contactsCount: number;
-}
-interface ErrorBody {
-  error: { code: string; message: string };
-}
-
-function expectError(response: LightMyRequestResponse, status: number, code: string): ErrorBody {
-  expect(response.statusCode).toBe(status);
-  const body = response.json() as ErrorBody;
-  expect(body.error.code).toBe(code);
-  return body;
 }
 
 let ctx: TestContext;

@@ -5,12 +5,8 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestApp, json, randomPhone, type Tenant, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, json, randomPhone, type Tenant, type TestContext, expectError, ISO_MS, type ErrorBody, type FieldError } from './helpers.js';
 
-interface FieldError {
-  field: string;
-  message: string;
-}
 interface GroupBody {
   id: string;
   name: string;
@@ -42,29 +38,13 @@ interface DataBody<T> {
   success: true;
   data: T;
 }
-interface ErrorBody {
-  success: false;
-  error: { code: string; message: string; details?: FieldError[] | Record<string, unknown> };
-  requestId: string;
-}
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestApp();
 });
 afterAll(async () => ctx.close());
-
-function expectError(response: LightMyRequestResponse, status: number, code: string): ErrorBody {
-  expect(response.statusCode, response.body).toBe(status);
-  const body = json<ErrorBody>(response);
-  expect(body.success).toBe(false);
-  expect(body.error.code).toBe(code);
-  expect(body.error.message.length).toBeGreaterThan(0);
-  expect(body.requestId).toMatch(/^req_/);
-  return body;
-}
 
 function fieldErrors(body: ErrorBody): FieldError[] {
   expect(Array.isArray(body.error.details), JSON.stringify(body)).toBe(true);

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { buildApp, createServices, type Services } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -109,4 +109,31 @@ export function randomPhone(): string {
 
 export function json<T = Record<string, unknown>>(response: LightMyRequestResponse): T {
   return response.json() as T;
+}
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+export interface ErrorBody {
+  success: false;
+  error: { code: string; message: string; details?: FieldError[] | Record<string, unknown> };
+  requestId: string;
+}
+
+/** ISO 8601 UTC with milliseconds, as every timestamp of the API. */
+export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** Asserts the one error body (code, message, requestId, never a stack trace) and returns it. */
+export function expectError(response: LightMyRequestResponse, status: number, code: string): ErrorBody {
+  expect(response.statusCode, response.body).toBe(status);
+  const body = json<ErrorBody>(response);
+  expect(body.success).toBe(false);
+  expect(body.error.code, response.body).toBe(code);
+  expect(typeof body.error.message).toBe('string');
+  expect(body.error.message.length).toBeGreaterThan(0);
+  expect(body.requestId).toMatch(/^req_/);
+  expect(response.body).not.toMatch(/\bat .+\.(ts|js):\d+/);
+  expect(response.headers['x-request-id']).toBe(body.requestId);
+  return body;
 }

@@ -24,15 +24,9 @@ export function createMessagingApp(): Promise<TestContext> {
 // Response bodies
 // ---------------------------------------------------------------------------------------------
 
-export interface FieldError {
-  field: string;
-  message: string;
-}
-export interface ErrorBody {
-  success: false;
-  error: { code: string; message: string; details?: FieldError[] | Record<string, unknown> };
-  requestId: string;
-}
+import { expectError, type ErrorBody, type FieldError } from './helpers.js';
+
+export { expectError, ISO_MS, type ErrorBody, type FieldError } from './helpers.js';
 export interface Meta {
   total: number;
   page: number;
@@ -154,7 +148,6 @@ export interface AccountBody {
   limits: { messages: number | null; devices: number | null };
 }
 
-export const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 // ---------------------------------------------------------------------------------------------
 // Requests
@@ -177,18 +170,6 @@ export function call(
     headers: { ...tenant.headers, ...headers },
     ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
   });
-}
-
-/** Asserts an error response: status, code, the error envelope and a request id. */
-export function expectError(response: LightMyRequestResponse, status: number, code: string): ErrorBody {
-  expect(response.statusCode, response.body).toBe(status);
-  const body = json<ErrorBody>(response);
-  expect(body.success).toBe(false);
-  expect(body.error.code, response.body).toBe(code);
-  expect(body.error.message.length).toBeGreaterThan(0);
-  expect(body.requestId).toMatch(/^req_/);
-  expect(response.body).not.toMatch(/\bat .+\.(ts|js):\d+/); // never a stack trace
-  return body;
 }
 
 /** The field errors of a 400, asserting they are a list. */
