@@ -31,6 +31,10 @@ const BENCHMARKS: Record<string, Benchmark> = {
     description: 'direct sends against a bare INSERT route, 1,000 scheduled messages, a 100,000-recipient bulk job (rate, RSS)',
     load: () => import('./messaging.js'),
   },
+  webhooks: {
+    description: 'webhook deliveries/s to a local receiver, commit-to-receipt p50, a dead endpoint beside a healthy one',
+    load: () => import('./webhooks.js'),
+  },
 };
 
 const DEFAULTS: BenchmarkOptions = { durationSeconds: 10, warmupSeconds: 3, connections: 20 };

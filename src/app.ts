@@ -19,6 +19,7 @@ import { createBus, type Bus } from './db/bus.js';
 import { AccountService } from './domain/accounts.js';
 import { AckWaiter } from './domain/ack-waiter.js';
 import { DeviceService } from './domain/devices.js';
+import { EventService } from './domain/events.js';
 import { IdempotencyService } from './domain/idempotency.js';
 import { BulkJobService, MessageService } from './domain/messages.js';
 import { createSandboxWorld } from './network/create-network.js';
@@ -26,6 +27,8 @@ import type { SandboxWorld } from './network/sandbox/world.js';
 import { ContactService } from './domain/contacts.js';
 import { GroupService } from './domain/groups.js';
 import { TokenService } from './domain/tokens.js';
+import { WebhookService } from './domain/webhooks.js';
+import { GuardedHttp } from './outbound/ssrf.js';
 import { AppError } from './errors.js';
 import { installAuth } from './http/auth.js';
 import { installErrorHandler } from './http/error-handler.js';
@@ -34,11 +37,13 @@ import { redactUrl } from './http/redact.js';
 import { accountRoutes } from './http/routes/account.js';
 import { contactRoutes } from './http/routes/contacts.js';
 import { deviceRoutes } from './http/routes/devices.js';
+import { eventRoutes } from './http/routes/events.js';
 import { messageRoutes } from './http/routes/messages.js';
 import { sandboxRoutes } from './http/routes/sandbox.js';
 import { groupRoutes } from './http/routes/groups.js';
 import { healthRoutes } from './http/routes/health.js';
 import { tokenRoutes } from './http/routes/tokens.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
@@ -52,6 +57,8 @@ export interface Services {
   messages: MessageService;
   bulkJobs: BulkJobService;
   idempotency: IdempotencyService;
+  events: EventService;
+  webhooks: WebhookService;
   /** The sandbox network's world, when NETWORK=sandbox (its test helpers need it). */
   sandbox: SandboxWorld | undefined;
   close(): Promise<void>;
@@ -60,6 +67,8 @@ export interface Services {
 export function createServices(database: Database, config: Config): Services {
   const bus = createBus(database);
   const acks = new AckWaiter(bus);
+  // Checks the URLs of webhook endpoints when they are stored (the delivery worker has its own client).
+  const http = new GuardedHttp(config.allowPrivateUrls);
   return {
     bus,
     accounts: new AccountService(database),
@@ -70,9 +79,12 @@ export function createServices(database: Database, config: Config): Services {
     messages: new MessageService(database, bus, acks, config.sendWaitMs),
     bulkJobs: new BulkJobService(database),
     idempotency: new IdempotencyService(database),
+    events: new EventService(database),
+    webhooks: new WebhookService(database, http, bus),
     sandbox: config.network === 'sandbox' ? createSandboxWorld(config, database, bus) : undefined,
     async close() {
       acks.close();
+      await http.close();
       await bus.close();
     },
   };
@@ -182,6 +194,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await scope.register(groupRoutes, { groups: services.groups });
     await scope.register(deviceRoutes, { devices: services.devices });
     await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
+    await scope.register(webhookRoutes, { webhooks: services.webhooks });
+    await scope.register(eventRoutes, { events: services.events });
     if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });
   };
   // A worker-only process serves just the ops routes (health, readiness, metrics).

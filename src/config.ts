@@ -26,6 +26,8 @@ export interface Config {
   /** Attempts per message for transient network errors before it ends FAILED. */
   sendMaxAttempts: number;
   webhookRetryScheduleMs: number[];
+  /** How long a webhook attempt may take before it counts as failed; a claimed delivery is leased for twice that. */
+  webhookTimeoutMs: number;
   allowPrivateUrls: boolean;
   /** Requests per minute per account on the public API; 0 disables the limiter. */
   rateLimitPerMinute: number;
@@ -145,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
     sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),
     webhookRetryScheduleMs,
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
     allowPrivateUrls: bool('ALLOW_PRIVATE_URLS', false),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),

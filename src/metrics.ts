@@ -33,6 +33,14 @@ export const messageTransitions = new Counter({
   registers: [registry],
 });
 
+/** Webhook delivery attempts this process made, by result. */
+export const webhookAttempts = new Counter({
+  name: 'waygate_webhook_attempts_total',
+  help: 'Webhook delivery attempts, by result (delivered, failed, gone, error)',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+
 /** The databases of the apps open in this process; gauges read the most recent one. */
 const databases: Database[] = [];
 

@@ -18,6 +18,7 @@ describe('config', () => {
     expect(config.leaseMs).toBe(15_000);
     expect(config.sandboxReceiptMs).toBe(1000);
     expect(config.webhookRetryScheduleMs).toEqual([0, 5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    expect(config.webhookTimeoutMs).toBe(15_000);
     expect(config.allowPrivateUrls).toBe(false);
     expect(config.bodyLimitBytes).toBe(5 * 1024 * 1024);
   });
@@ -31,6 +32,7 @@ describe('config', () => {
       PORT: '8080',
       BULK_DELAY_MS: '100-200',
       WEBHOOK_RETRY_SCHEDULE: '0,500ms,5s,5m,2h',
+      WEBHOOK_TIMEOUT_MS: '2000',
       ALLOW_PRIVATE_URLS: 'true',
       DATABASE_URL: 'postgres://u@h:5432/db',
       PUBLIC_URL: 'https://gw.example.com/',
@@ -38,6 +40,7 @@ describe('config', () => {
     expect(config.port).toBe(8080);
     expect(config.bulkDelayMs).toEqual({ min: 100, max: 200 });
     expect(config.webhookRetryScheduleMs).toEqual([0, 500, 5000, 300_000, 7_200_000]);
+    expect(config.webhookTimeoutMs).toBe(2000);
     expect(config.allowPrivateUrls).toBe(true);
     expect(config.publicUrl).toBe('https://gw.example.com');
   });

@@ -3,7 +3,7 @@
  * generated from it (`npm run db:generate`); hand-written parts (extensions, trigram indexes,
  * counter triggers) live in their own custom migrations.
  */
-import { bigint, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
@@ -29,6 +29,8 @@ export const accounts = pgTable('accounts', {
   planStartedAt: ts('plan_started_at').notNull().defaultNow(),
   /** Kept exact by triggers on contacts; read instead of count(*) for unfiltered listings. */
   contactsCount: integer('contacts_count').notNull().default(0),
+  /** The seq of the account's last event: events are numbered 1, 2, 3 … with no gaps. */
+  eventSeq: bigint('event_seq', { mode: 'number' }).notNull().default(0),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 
@@ -269,6 +271,95 @@ export const idempotencyKeys = pgTable(
   (t) => [primaryKey({ columns: [t.accountId, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
 );
 
+/** Durable events (the outbox): written in the transaction of the state change that causes them. */
+export const events = pgTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    /** Per account, strictly increasing and gap-free. */
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    type: text('type').notNull(),
+    data: jsonb('data').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  // Also a BRIN index on created_at (migration 0015) for the retention sweep.
+  (t) => [uniqueIndex('events_account_seq_key').on(t.accountId, t.seq)],
+);
+
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    description: text('description'),
+    /** Event types delivered; empty means every type. */
+    events: text('events').array().notNull(),
+    active: boolean('active').notNull().default(true),
+    /** `whsec_` + base64 of 32 random bytes. */
+    secret: text('secret').notNull(),
+    /** After a rotation the previous secret also signs, until it expires. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: ts('previous_secret_expires_at'),
+    /** Why the endpoint was turned off by Waygate (a 410 answer), if it was. */
+    disabledReason: text('disabled_reason'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [index('webhook_endpoints_account_idx').on(t.accountId, t.createdAt)],
+);
+
+/** One event to one endpoint: retried on its schedule until it succeeds or gives up. */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    endpointId: text('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    eventId: text('event_id')
+      .notNull()
+      .references(() => events.id, { onDelete: 'cascade' }),
+    /** PENDING → SUCCEEDED | FAILED (schedule exhausted, or the endpoint answered 410). */
+    status: text('status').notNull().default('PENDING'),
+    attempts: integer('attempts').notNull().default(0),
+    /** When the next attempt is due; NULL once final. */
+    nextAttemptAt: ts('next_attempt_at'),
+    claimedBy: text('claimed_by'),
+    claimedUntil: ts('claimed_until'),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    deliveredAt: ts('delivered_at'),
+  },
+  (t) => [index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.createdAt.desc(), t.id.desc()), index('webhook_deliveries_event_idx').on(t.eventId)],
+);
+
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    deliveryId: text('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    attemptedAt: ts('attempted_at').notNull().defaultNow(),
+    statusCode: integer('status_code'),
+    latencyMs: integer('latency_ms').notNull(),
+    /** The first 1,000 characters of the answer, or why there was none. */
+    responseExcerpt: text('response_excerpt'),
+    error: text('error'),
+  },
+  (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId, t.attemptedAt)],
+);
+
 /** The sandbox network's own world: what a real network would hold on its servers. */
 export const sandboxQrCodes = pgTable('sandbox_qr_codes', {
   code: text('code').primaryKey(),
@@ -340,6 +431,10 @@ export const schema = {
   bulkJobs,
   messages,
   idempotencyKeys,
+  events,
+  webhookEndpoints,
+  webhookDeliveries,
+  webhookAttempts,
   sandboxQrCodes,
   sandboxPhones,
   sandboxMessages,

@@ -11,6 +11,7 @@ import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Page } from './contacts.js';
 import { MAX_PAGE_SIZE } from './contacts.js';
+import { appendEventsSql } from './events.js';
 import { MessageQueue } from './message-queue.js';
 
 export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
@@ -193,10 +194,16 @@ export class DeviceService {
 
   /** Unlinks the device and removes it from listings; its messages stay. */
   async remove(accountId: string, id: string): Promise<Device> {
+    // A device that was not LOGGED_OUT yet changes state here: its device.status event goes with it.
     const rows = await this.database.query<DeviceRow>(
-      `UPDATE devices SET removed_at = COALESCE(removed_at, now()), status = 'LOGGED_OUT',
-              logged_out_at = COALESCE(logged_out_at, now()), qr_code = NULL, qr_expires_at = NULL, updated_at = now()
-        WHERE id = $1 AND account_id = $2 RETURNING *`,
+      `WITH before AS (SELECT status FROM devices WHERE id = $1 AND account_id = $2),
+       upd AS (
+         UPDATE devices SET removed_at = COALESCE(removed_at, now()), status = 'LOGGED_OUT',
+                logged_out_at = COALESCE(logged_out_at, now()), qr_code = NULL, qr_expires_at = NULL, updated_at = now()
+          WHERE id = $1 AND account_id = $2 RETURNING *, waygate_device_json(devices) AS event_data),
+       src AS (SELECT upd.account_id, 'device.status' AS type, upd.event_data AS data FROM upd, before WHERE before.status <> 'LOGGED_OUT'),
+       ${appendEventsSql('src')}
+       SELECT * FROM upd`,
       [id, accountId],
     );
     if (!rows[0]) throw new AppError('NOT_FOUND', 'Device not found');
@@ -214,7 +221,12 @@ export class DeviceService {
       await this.database.transaction(async (tx) => {
         await this.assertDeviceSlot(tx, accountId);
         await tx.query(
-          `UPDATE devices SET status = 'PENDING', phone_number = NULL, last_error = NULL, updated_at = now() WHERE id = $1 AND status = 'LOGGED_OUT'`,
+          `WITH upd AS (
+             UPDATE devices SET status = 'PENDING', phone_number = NULL, last_error = NULL, updated_at = now() WHERE id = $1 AND status = 'LOGGED_OUT'
+             RETURNING account_id, waygate_device_json(devices) AS event_data),
+           src AS (SELECT account_id, 'device.status' AS type, event_data AS data FROM upd),
+           ${appendEventsSql('src')}
+           SELECT count(*) FROM upd`,
           [id],
         );
       });

@@ -9,6 +9,7 @@ import type { Receipt } from '../network/network.js';
 import type { MessageType } from '../network/network.js';
 import type { MessageRow } from './message-model.js';
 import { messageTransitions } from '../metrics.js';
+import { appendEvents, appendEventsSql } from './events.js';
 import { refundQuota } from './quota.js';
 
 export interface ClaimedMessage {
@@ -143,14 +144,20 @@ export class MessageQueue {
         directRows = await this.database.query<MessageRow>(
           `WITH done AS (
              UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING *),
+              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING *, waygate_message_json(messages) AS event_data),
            counts AS (SELECT job_id, count(*)::int AS n FROM done WHERE job_id IS NOT NULL GROUP BY job_id),
            jobs AS (
              UPDATE bulk_jobs j SET sent_count = j.sent_count + c.n,
                     status = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN 'COMPLETED' ELSE j.status END,
                     completed_at = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN now() ELSE j.completed_at END
-               FROM counts c WHERE j.id = c.job_id RETURNING j.id)
-           SELECT * FROM done WHERE priority = 0`,
+               FROM counts c WHERE j.id = c.job_id
+             RETURNING j.account_id, j.completed_at = now() AS just_completed, waygate_job_json(j) AS event_data),
+           src AS (
+             SELECT account_id, 'message.status' AS type, event_data AS data FROM done
+             UNION ALL
+             SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
+           ${appendEventsSql('src')}
+           SELECT *, (SELECT count(*) FROM ev_deliveries) AS webhook_deliveries FROM done WHERE priority = 0`,
           [sent, this.workerId],
         );
       }
@@ -161,7 +168,10 @@ export class MessageQueue {
           const done = await tx.query<{ job_id: string | null; n: number }>(
             `WITH done AS (
                UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-                WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING job_id)
+                WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
+                RETURNING job_id, account_id, waygate_message_json(messages) AS event_data),
+             src AS (SELECT account_id, 'message.status' AS type, event_data AS data FROM done),
+             ${appendEventsSql('src')}
              SELECT job_id, count(*)::int AS n FROM done GROUP BY job_id`,
             [sent, this.workerId],
           );
@@ -197,14 +207,15 @@ export class MessageQueue {
    */
   private async fail(tx: Queryable, failed: { id: string; code: string; message: string }[], jobs: Set<string>, which: 'claimed' | 'waiting'): Promise<void> {
     const guard = which === 'claimed' ? `m.status = 'SENDING' AND m.claimed_by = $4` : `m.status IN ('SCHEDULED', 'QUEUED', 'SENDING') AND $4::text IS NOT NULL`;
-    const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null }>(
+    const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null; event_data: unknown }>(
       `UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
          FROM unnest($1::text[], $2::text[], $3::text[]) AS f(id, code, message)
         WHERE m.id = ANY($1::text[]) AND m.id = f.id AND ${guard}
-        RETURNING m.job_id, m.account_id, m.quota_period_start`,
+        RETURNING m.job_id, m.account_id, m.quota_period_start, waygate_message_json(m) AS event_data`,
       [failed.map((f) => f.id), failed.map((f) => f.code), failed.map((f) => f.message), this.workerId],
     );
     await refundQuota(tx, rows.map((r) => ({ accountId: r.account_id, periodStart: r.quota_period_start, count: 1 })));
+    await appendEvents(tx, rows.map((r) => ({ accountId: r.account_id, type: 'message.status' as const, data: r.event_data })));
     const perJob = new Map<string, number>();
     for (const row of rows) if (row.job_id) perJob.set(row.job_id, (perJob.get(row.job_id) ?? 0) + 1);
     await this.addJobCounts(tx, [...perJob].map(([job_id, n]) => ({ job_id, n })), 'failed_count', jobs);
@@ -263,7 +274,10 @@ export class MessageQueue {
                         SELECT m.id, m.status FROM messages m
                          WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
                          FOR UPDATE) AS x),
-                u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id RETURNING m.job_id, o.prev)
+                u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
+                      RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
+                src AS (SELECT account_id, 'message.status' AS type, event_data AS data FROM u),
+                ${appendEventsSql('src')}
            SELECT job_id,
                   count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
                   count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
@@ -292,10 +306,16 @@ export class MessageQueue {
 
   /** Stores an incoming message before the network is told it arrived; a redelivery is ignored. */
   async storeIncoming(deviceId: string, incoming: { networkMessageId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; at: Date }, id: string): Promise<boolean> {
+    // Stored, with its message.received event, in one statement; only then is it acknowledged.
     const rows = await this.database.query(
-      `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, network_message_id, received_at, created_at)
-       SELECT $1, d.account_id, d.id, 'in', $3, $4, $5, $6, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
-       ON CONFLICT (device_id, network_message_id) DO NOTHING RETURNING id`,
+      `WITH ins AS (
+         INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, network_message_id, received_at, created_at)
+         SELECT $1, d.account_id, d.id, 'in', $3, $4, $5, $6, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
+         ON CONFLICT (device_id, network_message_id) DO NOTHING
+         RETURNING id, account_id, waygate_message_json(messages) AS event_data),
+       src AS (SELECT account_id, 'message.received' AS type, event_data AS data FROM ins),
+       ${appendEventsSql('src')}
+       SELECT id, (SELECT count(*) FROM ev_deliveries) AS webhook_deliveries FROM ins`,
       [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at],
     );
     return rows.length > 0;
@@ -313,12 +333,13 @@ const JOB_DONE_AFTER = (added: string): string =>
  */
 export async function completeJobs(tx: Queryable, jobIds: string[]): Promise<string[]> {
   if (jobIds.length === 0) return [];
-  const rows = await tx.query<{ id: string }>(
+  const rows = await tx.query<{ id: string; account_id: string; event_data: unknown }>(
     `UPDATE bulk_jobs SET status = 'COMPLETED', completed_at = now()
       WHERE id = ANY($1::text[]) AND status IN ('PROCESSING', 'SCHEDULED') AND fanned_out_at IS NOT NULL
         AND sent_count + failed_count + cancelled_count >= total_contacts
-      RETURNING id`,
+      RETURNING id, account_id, waygate_job_json(bulk_jobs) AS event_data`,
     [jobIds],
   );
+  await appendEvents(tx, rows.map((r) => ({ accountId: r.account_id, type: 'bulk_job.completed' as const, data: r.event_data })));
   return rows.map((r) => r.id);
 }

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
+import { appendEventsSql } from '../domain/events.js';
 import { newId } from '../ids.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
@@ -82,8 +83,15 @@ export class DeviceRunner {
     else await this.session?.close().catch(() => undefined);
   }
 
-  private async setDevice(sql: string, params: unknown[]): Promise<boolean> {
-    const rows = await this.options.database.query(sql, params);
+  /** Runs a device UPDATE (its WHERE names the states it may leave) and writes its device.status event with it. */
+  private async setDevice(update: string, params: unknown[]): Promise<boolean> {
+    const rows = await this.options.database.query(
+      `WITH upd AS (${update} RETURNING id, account_id, waygate_device_json(devices) AS event_data),
+       src AS (SELECT account_id, 'device.status' AS type, event_data AS data FROM upd),
+       ${appendEventsSql('src')}
+       SELECT id FROM upd`,
+      params,
+    );
     if (rows.length > 0) await this.options.bus.publish('waygate_devices', `status:${this.deviceId}`);
     return rows.length > 0;
   }
@@ -106,7 +114,7 @@ export class DeviceRunner {
           await this.setDevice(
             `UPDATE devices SET status = 'CONNECTED', phone_number = $2, connected_at = now(), qr_code = NULL, qr_expires_at = NULL,
                     last_error = NULL, updated_at = now()
-              WHERE id = $1 AND status IN ('PENDING', 'DISCONNECTED') RETURNING id`,
+              WHERE id = $1 AND status IN ('PENDING', 'DISCONNECTED')`,
             [id, event.phoneNumber],
           )
         ) {
@@ -120,7 +128,7 @@ export class DeviceRunner {
           await this.setDevice(
             `UPDATE devices SET status = 'LOGGED_OUT', logged_out_at = now(), last_error = $2, qr_code = NULL, qr_expires_at = NULL,
                     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-              WHERE id = $1 AND status <> 'LOGGED_OUT' RETURNING id`,
+              WHERE id = $1 AND status <> 'LOGGED_OUT'`,
             [id, event.message],
           );
           this.status = 'LOGGED_OUT';
@@ -133,7 +141,7 @@ export class DeviceRunner {
         }
         await this.setDevice(
           `UPDATE devices SET status = 'DISCONNECTED', disconnected_at = now(), last_error = $2, updated_at = now()
-            WHERE id = $1 AND status = 'CONNECTED' RETURNING id`,
+            WHERE id = $1 AND status = 'CONNECTED'`,
           [id, event.message],
         );
         if (this.status === 'CONNECTED') this.status = 'DISCONNECTED';

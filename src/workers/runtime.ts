@@ -12,14 +12,18 @@ import type { Network } from '../network/network.js';
 import { GuardedHttp } from '../outbound/ssrf.js';
 import { BulkFanout } from './bulk-fanout.js';
 import { DeviceSupervisor } from './device-supervisor.js';
+import { WebhookDelivery } from './webhook-delivery.js';
 
 const HOUSEKEEPING_MS = 10 * 60_000;
+/** GET /events promises at least 30 days. */
+const EVENT_RETENTION_DAYS = 31;
 
 export class WorkerRuntime {
   private network: Network | undefined;
   private http: GuardedHttp | undefined;
   supervisor: DeviceSupervisor | undefined;
   private fanout: BulkFanout | undefined;
+  private webhooks: WebhookDelivery | undefined;
   private housekeeping: NodeJS.Timeout | undefined;
 
   constructor(
@@ -34,20 +38,35 @@ export class WorkerRuntime {
     this.http = new GuardedHttp(this.config.allowPrivateUrls);
     this.supervisor = new DeviceSupervisor(this.database, this.bus, this.network, this.http, this.config, this.log);
     this.fanout = new BulkFanout(this.database, this.bus, this.log);
+    this.webhooks = new WebhookDelivery(this.database, this.bus, this.http, this.log, {
+      retryScheduleMs: this.config.webhookRetryScheduleMs,
+      timeoutMs: this.config.webhookTimeoutMs,
+      workerId: this.supervisor.workerId,
+    });
     this.supervisor.start();
     this.fanout.start();
+    this.webhooks.start();
     const idempotency = new IdempotencyService(this.database);
     this.housekeeping = setInterval(() => {
-      void idempotency.purgeExpired().catch((error: unknown) => this.log.warn({ err: error }, 'housekeeping failed'));
+      void this.housekeep(idempotency).catch((error: unknown) => this.log.warn({ err: error }, 'housekeeping failed'));
     }, HOUSEKEEPING_MS);
     this.housekeeping.unref();
     this.log.info({ workerId: this.supervisor.workerId, network: this.network.kind }, 'worker started');
+  }
+
+  /** Expired idempotency keys; events (with their deliveries and attempts) past the 30 days they are kept. */
+  private async housekeep(idempotency: IdempotencyService): Promise<void> {
+    await idempotency.purgeExpired();
+    await this.database.query(
+      `DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE created_at < now() - interval '${EVENT_RETENTION_DAYS} days' LIMIT 10000)`,
+    );
   }
 
   async stop(): Promise<void> {
     if (this.housekeeping) clearInterval(this.housekeeping);
     await this.fanout?.stop();
     await this.supervisor?.stop();
+    await this.webhooks?.stop();
     await this.network?.close();
     await this.http?.close();
   }

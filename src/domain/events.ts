@@ -1,0 +1,80 @@
+/**
+ * Durable events (an outbox). An event is written in the same statement or transaction as the
+ * state change that causes it, numbered per account 1, 2, 3 … without gaps (the account row's
+ * event_seq, bumped under its row lock, so concurrent writers queue and a rolled-back change
+ * leaves no hole), and queued for every active webhook endpoint that wants its type.
+ */
+import type { Database, Queryable } from '../db/client.js';
+import { AppError } from '../errors.js';
+
+export const EVENT_TYPES = ['message.received', 'message.status', 'device.status', 'bulk_job.completed', 'webhook.test'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface EventRecord {
+  id: string;
+  seq: number;
+  type: EventType;
+  timestamp: Date;
+  data: Record<string, unknown>;
+}
+
+/**
+ * SQL: CTEs that append the rows of CTE `source` (columns account_id text, type text, data
+ * jsonb) as events and queue their webhook deliveries. `onlyEndpoint` (a SQL expression)
+ * restricts the deliveries to one endpoint (test events). Append after a WITH list: the caller
+ * writes `WITH <its CTEs>, ${appendEventsSql('src')} SELECT …`.
+ */
+export function appendEventsSql(source: string, onlyEndpoint?: string): string {
+  return `
+  ev_src AS (SELECT account_id, type, data, row_number() OVER () AS ord FROM ${source}),
+  ev_counts AS (SELECT account_id, count(*)::bigint AS n FROM ev_src GROUP BY account_id),
+  ev_bump AS (
+    UPDATE accounts a SET event_seq = a.event_seq + c.n FROM ev_counts c WHERE a.id = c.account_id
+    RETURNING a.id, a.event_seq - c.n AS base),
+  ev_rows AS (
+    SELECT s.account_id, s.type, s.data, b.base + row_number() OVER (PARTITION BY s.account_id ORDER BY s.ord) AS seq
+      FROM ev_src s JOIN ev_bump b ON b.id = s.account_id),
+  ev_ins AS (
+    INSERT INTO events (id, account_id, seq, type, data)
+    SELECT 'evt_' || substr(account_id, 5) || lpad(seq::text, 12, '0'), account_id, seq, type, data FROM ev_rows
+    RETURNING id, account_id, type),
+  ev_deliveries AS (
+    INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, next_attempt_at)
+    SELECT 'whd_' || substr(e.id, 5) || substr(w.id, 4), e.account_id, w.id, e.id, now()
+      FROM ev_ins e JOIN webhook_endpoints w ON w.account_id = e.account_id
+     WHERE ${onlyEndpoint ? `w.id = ${onlyEndpoint}` : `w.active AND (cardinality(w.events) = 0 OR e.type = ANY(w.events))`}
+    RETURNING 1)`;
+}
+
+/** Appends events given as JSON from Node (for the rare paths that build them there). */
+export async function appendEvents(tx: Queryable, items: { accountId: string; type: EventType; data: unknown }[], onlyEndpoint?: string): Promise<number> {
+  if (items.length === 0) return 0;
+  const [row] = await tx.query<{ deliveries: number }>(
+    `WITH src AS (SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS s(account_id, type, data)),
+     ${appendEventsSql('src', onlyEndpoint ? '$4' : undefined)}
+     SELECT (SELECT count(*)::int FROM ev_deliveries) AS deliveries, (SELECT count(*) FROM ev_ins) AS events`,
+    [items.map((i) => i.accountId), items.map((i) => i.type), items.map((i) => JSON.stringify(i.data)), ...(onlyEndpoint ? [onlyEndpoint] : [])],
+  );
+  return row?.deliveries ?? 0;
+}
+
+export class EventService {
+  constructor(private readonly database: Database) {}
+
+  /** Events after `after` (a seq), oldest first, so a consumer can backfill a gap. Kept at least 30 days. */
+  async list(accountId: string, options: { after: number; limit: number; type?: EventType | undefined }): Promise<{ data: EventRecord[]; lastSeq: number }> {
+    const limit = Math.min(Math.max(options.limit, 1), 1000);
+    const rows = await this.database.query<{ id: string; seq: number; type: EventType; created_at: Date; data: Record<string, unknown> }>(
+      `SELECT id, seq, type, created_at, data FROM events
+        WHERE account_id = $1 AND seq > $2 ${options.type ? 'AND type = $4' : ''}
+        ORDER BY seq LIMIT $3`,
+      options.type ? [accountId, options.after, limit, options.type] : [accountId, options.after, limit],
+    );
+    const [account] = await this.database.query<{ event_seq: number }>('SELECT event_seq FROM accounts WHERE id = $1', [accountId]);
+    if (!account) throw new AppError('NOT_FOUND', 'Account not found');
+    return {
+      data: rows.map((r) => ({ id: r.id, seq: Number(r.seq), type: r.type, timestamp: r.created_at, data: r.data })),
+      lastSeq: Number(account.event_seq),
+    };
+  }
+}

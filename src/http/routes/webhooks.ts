@@ -1,0 +1,246 @@
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  DELIVERY_STATUSES,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_URL_LENGTH,
+  SUBSCRIBABLE_EVENT_TYPES,
+  type DeliveryStatus,
+  type WebhookService,
+} from '../../domain/webhooks.js';
+import { EVENT_TYPES } from '../../domain/events.js';
+import { auth } from '../auth.js';
+import { errorResponses, IdParams, NullableTimestamp, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
+import { BoundedPageQuery } from './contacts.js';
+
+const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES] });
+const DeliveryStatusSchema = Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] });
+
+export const WebhookSchema = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  events: Type.Array(SubscribableEventType, { description: 'The event types delivered; empty means every type' }),
+  active: Type.Boolean({ description: 'Only active endpoints receive events and count against the plan' }),
+  disabledReason: Type.Union([Type.String(), Type.Null()], { description: 'Why Waygate turned the endpoint off (it answered 410 Gone); cleared when it is activated again' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+const CreatedWebhookSchema = Type.Object({
+  ...WebhookSchema.properties,
+  secret: Type.String({ description: 'The signing secret (whsec_ + base64): shown here and by GET /webhooks/{id}/secret only' }),
+});
+
+const SecretSchema = Type.Object({
+  secret: Type.String({ description: 'The current signing secret' }),
+  previousSecret: Type.Union([Type.String(), Type.Null()], { description: 'The secret before the last rotation: deliveries are signed with it too until previousSecretExpiresAt' }),
+  previousSecretExpiresAt: NullableTimestamp,
+});
+
+const AttemptSchema = Type.Object({
+  attemptedAt: Timestamp,
+  statusCode: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status answered; null when there was no answer' }),
+  latencyMs: Type.Integer(),
+  responseExcerpt: Type.Union([Type.String(), Type.Null()], { description: 'The first 1,000 characters of the answer' }),
+  error: Type.Union([Type.String(), Type.Null()]),
+});
+
+const DeliverySchema = Type.Object({
+  id: Type.String(),
+  eventId: Type.String({ description: 'Also the webhook-id header of every attempt' }),
+  eventType: Type.String({ enum: [...EVENT_TYPES] }),
+  eventSeq: Type.Integer(),
+  status: DeliveryStatusSchema,
+  attempts: Type.Integer(),
+  nextAttemptAt: NullableTimestamp,
+  lastStatusCode: Type.Union([Type.Integer(), Type.Null()]),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  deliveredAt: NullableTimestamp,
+  lastAttempts: Type.Array(AttemptSchema, { description: 'Up to the 5 newest attempts, newest first' }),
+});
+
+const Url = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http(s); must resolve to public addresses unless ALLOW_PRIVATE_URLS=true' });
+const Events = Type.Array(SubscribableEventType, { maxItems: 20, description: 'Event types to deliver; absent or empty: every type' });
+const Description = Type.Union([Type.String({ maxLength: MAX_DESCRIPTION_LENGTH }), Type.Null()]);
+const WebhookInput = {
+  url: Url,
+  events: Type.Optional(Events),
+  description: Type.Optional(Description),
+  active: Type.Optional(Type.Boolean({ default: true, description: 'Default true; an active endpoint counts against the plan' })),
+};
+const DeliveryParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), deliveryId: Type.String({ minLength: 1, maxLength: 100 }) });
+const WEBHOOK_ERRORS = ['FORBIDDEN', 'NOT_FOUND'] as const;
+
+export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
+  app.get(
+    '/webhooks',
+    {
+      config: { scope: 'webhooks:read' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'List webhook endpoints (newest first; secrets are never listed)',
+        querystring: Type.Object(BoundedPageQuery, { additionalProperties: false }),
+        response: { 200: successPage(WebhookSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50 } = request.query;
+      return { success: true as const, ...(await webhooks.list(auth(request).accountId, { page, limit })) };
+    },
+  );
+
+  app.post(
+    '/webhooks',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Add a webhook endpoint: the answer carries its signing secret',
+        body: Type.Object(WebhookInput, { additionalProperties: false }),
+        response: { 201: successData(CreatedWebhookSchema), ...errorResponses('FORBIDDEN', 'PLAN_LIMIT') },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ success: true as const, data: await webhooks.create(auth(request).accountId, request.body) }),
+  );
+
+  app.get(
+    '/webhooks/:id',
+    {
+      config: { scope: 'webhooks:read' },
+      schema: { tags: ['webhooks'], summary: 'Read a webhook endpoint (without its secret)', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
+    },
+    async (request) => ({ success: true as const, data: await webhooks.get(auth(request).accountId, request.params.id) }),
+  );
+
+  app.patch(
+    '/webhooks/:id',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Change a webhook endpoint (activating one counts it against the plan and clears disabledReason)',
+        params: IdParams,
+        body: Type.Object(
+          { url: Type.Optional(Url), events: Type.Optional(Events), description: Type.Optional(Description), active: Type.Optional(Type.Boolean()) },
+          { additionalProperties: false, minProperties: 1 },
+        ),
+        response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS, 'PLAN_LIMIT') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await webhooks.update(auth(request).accountId, request.params.id, request.body) }),
+  );
+
+  app.delete(
+    '/webhooks/:id',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Delete a webhook endpoint with its deliveries (the events stay)',
+        params: IdParams,
+        response: { 200: SuccessOnly, ...errorResponses(...WEBHOOK_ERRORS) },
+      },
+    },
+    async (request) => {
+      await webhooks.remove(auth(request).accountId, request.params.id);
+      return { success: true as const };
+    },
+  );
+
+  app.get(
+    '/webhooks/:id/secret',
+    {
+      // Whoever holds the secret can forge deliveries: a read-only token does not get it.
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'The signing secret, and the previous one while it is still signing after a rotation (needs webhooks:write)',
+        params: IdParams,
+        response: { 200: successData(SecretSchema), ...errorResponses(...WEBHOOK_ERRORS) },
+      },
+    },
+    async (request) => ({ success: true as const, data: await webhooks.secret(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/webhooks/:id/rotate-secret',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Replace the signing secret: the old one keeps signing (alongside the new one) for 24 hours',
+        params: IdParams,
+        response: { 200: successData(SecretSchema), ...errorResponses(...WEBHOOK_ERRORS) },
+      },
+    },
+    async (request) => ({ success: true as const, data: await webhooks.rotateSecret(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/webhooks/:id/test',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send a webhook.test event to this endpoint only (409 when the endpoint is inactive)',
+        params: IdParams,
+        response: {
+          202: successData(Type.Object({ eventId: Type.String(), eventSeq: Type.Integer(), deliveryId: Type.String() })),
+          ...errorResponses(...WEBHOOK_ERRORS, 'CONFLICT'),
+        },
+      },
+    },
+    async (request, reply) => reply.status(202).send({ success: true as const, data: await webhooks.test(auth(request).accountId, request.params.id) }),
+  );
+
+  app.get(
+    '/webhooks/:id/deliveries',
+    {
+      config: { scope: 'webhooks:read' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'The delivery log of an endpoint (newest first), with the latest attempts of each delivery',
+        params: IdParams,
+        querystring: Type.Object({ ...BoundedPageQuery, status: Type.Optional(DeliveryStatusSchema) }, { additionalProperties: false }),
+        response: { 200: successPage(DeliverySchema), ...errorResponses(...WEBHOOK_ERRORS) },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50, status } = request.query;
+      return { success: true as const, ...(await webhooks.deliveries(auth(request).accountId, request.params.id, { page, limit, status })) };
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/deliveries/:deliveryId/retry',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send a delivery again now (FAILED or SUCCEEDED; its attempts are kept); 409 while it is PENDING',
+        params: DeliveryParams,
+        response: { 202: successData(DeliverySchema), ...errorResponses(...WEBHOOK_ERRORS, 'CONFLICT') },
+      },
+    },
+    async (request, reply) =>
+      reply.status(202).send({ success: true as const, data: await webhooks.retryDelivery(auth(request).accountId, request.params.id, request.params.deliveryId) }),
+  );
+
+  app.post(
+    '/webhooks/:id/replay',
+    {
+      config: { scope: 'webhooks:write' },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send again, now, every FAILED delivery of this endpoint created at or after `since`',
+        params: IdParams,
+        body: Type.Object({ since: Type.String({ format: 'date-time', description: 'ISO 8601 date-time with a timezone' }) }, { additionalProperties: false }),
+        response: { 202: successData(Type.Object({ requeued: Type.Integer({ description: 'How many deliveries went back to PENDING' }) })), ...errorResponses(...WEBHOOK_ERRORS) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(202).send({ success: true as const, data: await webhooks.replay(auth(request).accountId, request.params.id, new Date(request.body.since)) }),
+  );
+};

@@ -1,0 +1,61 @@
+/**
+ * Webhook signing exactly per the Standard Webhooks specification (standardwebhooks.com), so any
+ * Standard Webhooks library verifies what Waygate sends:
+ *
+ * - a secret is `whsec_` + base64 of 32 random bytes; the HMAC key is the decoded bytes;
+ * - the signed content is `${webhook-id}.${webhook-timestamp}.${body}` (timestamp in integer
+ *   seconds since the epoch, body exactly as sent);
+ * - `webhook-signature` is `v1,<base64 HMAC-SHA256>`, several separated by spaces: during a
+ *   secret rotation Waygate signs with both the new and the previous secret, and a receiver
+ *   holding either one verifies the message.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+
+export const SECRET_PREFIX = 'whsec_';
+const SECRET_BYTES = 32;
+
+/** A new signing secret: `whsec_` + base64 of 32 random bytes. */
+export function newWebhookSecret(): string {
+  return SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
+}
+
+/** The HMAC key of a secret: the base64-decoded part after `whsec_` (the prefix is optional, as in the reference libraries). */
+function secretKey(secret: string): Buffer {
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length === 0) throw new Error('A webhook secret must not be empty');
+  return key;
+}
+
+/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for one secret. */
+export function signPayload(secret: string, id: string, timestampSeconds: number, body: string): string {
+  if (!Number.isInteger(timestampSeconds)) throw new Error('The webhook timestamp must be an integer number of seconds');
+  const mac = createHmac('sha256', secretKey(secret)).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  return `v1,${mac}`;
+}
+
+export interface WebhookHeaders {
+  'webhook-id': string;
+  'webhook-timestamp': string;
+  'webhook-signature': string;
+  'content-type': 'application/json';
+  [name: string]: string;
+}
+
+/**
+ * The headers of one delivery attempt. `id` is the webhook-id (stable across retries of one
+ * delivery); `timestamp` is when this attempt is sent (seconds since the epoch, or a Date, which
+ * is truncated to whole seconds); `secrets` are the endpoint's current secret first and, during a
+ * rotation, the previous one (duplicates are signed once).
+ */
+export function webhookHeaders(options: { id: string; timestamp: number | Date; body: string; secrets: readonly string[] }): WebhookHeaders {
+  const seconds = options.timestamp instanceof Date ? Math.floor(options.timestamp.getTime() / 1000) : Math.floor(options.timestamp);
+  const secrets = [...new Set(options.secrets)];
+  if (secrets.length === 0) throw new Error('At least one webhook secret is needed to sign a delivery');
+  return {
+    'webhook-id': options.id,
+    'webhook-timestamp': String(seconds),
+    'webhook-signature': secrets.map((secret) => signPayload(secret, options.id, seconds, options.body)).join(' '),
+    'content-type': 'application/json',
+  };
+}
