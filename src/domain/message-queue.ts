@@ -9,8 +9,15 @@ import type { Receipt } from '../network/network.js';
 import type { MessageType } from '../network/network.js';
 import type { MessageRow } from './message-model.js';
 import { messageTransitions } from '../metrics.js';
-import { appendEvents, appendEventsSql } from './events.js';
+import { appendEvents, appendEventsSql, type EventType } from './events.js';
 import { refundQuota } from './quota.js';
+
+/** An event to append at the end of a transaction, after every row it locks. */
+interface PendingEvent {
+  accountId: string;
+  type: EventType;
+  data: unknown;
+}
 
 export interface ClaimedMessage {
   id: string;
@@ -51,7 +58,13 @@ export class MessageQueue {
     private readonly database: Database,
     private readonly workerId: string,
     private readonly maxAttempts: number,
+    /** Called after events were written, to wake an in-process webhook worker at once. */
+    private readonly onEvents: () => void = () => undefined,
   ) {}
+
+  private wakeWebhooks(): void {
+    this.onEvents();
+  }
 
   /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
   async claim(deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
@@ -137,6 +150,39 @@ export class MessageQueue {
       }
     }
     let directRows: MessageRow[] = [];
+    // The network has taken these messages: their outcome must be written. A deadlock or a
+    // serialization failure is retried; if writing still fails, the messages go back to the
+    // queue and are handed over again with the same network id (the network de-duplicates).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        directRows = await this.writeOutcomes(sent, failed, retry);
+        break;
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt < 3 && (code === '40P01' || code === '40001')) continue;
+        await this.release(outcomes.map((o) => o.message.id)).catch(() => undefined);
+        throw error;
+      }
+    }
+    this.wakeWebhooks();
+    if (sent.length > 0) messageTransitions.inc({ status: 'SENT' }, sent.length);
+    if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
+    if (retry.length > 0) messageTransitions.inc({ status: 'RETRY' }, retry.length);
+    return {
+      sent: sent.length,
+      failed: failed.length,
+      retried: retry.length,
+      directIds: outcomes.filter((o) => o.message.priority === 0 && (o.result.ok || failed.some((f) => f.id === o.message.id))).map((o) => o.message.id),
+      directRows,
+    };
+  }
+
+  private async writeOutcomes(
+    sent: string[],
+    failed: { id: string; code: string; message: string }[],
+    retry: { id: string; dueAt: Date; code: string; message: string }[],
+  ): Promise<MessageRow[]> {
+    let directRows: MessageRow[] = [];
     if (failed.length === 0 && retry.length === 0) {
       // The common case, in one statement: mark SENT, count them into their jobs, complete the
       // jobs that are done, and hand back the direct sends' rows for their waiting requests.
@@ -162,22 +208,23 @@ export class MessageQueue {
         );
       }
     } else {
+      // Locks in the one order every writer uses: messages, then jobs, then the account (events last).
       await this.database.transaction(async (tx) => {
         const jobs = new Set<string>();
+        const events: PendingEvent[] = [];
         if (sent.length > 0) {
-          const done = await tx.query<{ job_id: string | null; n: number }>(
-            `WITH done AS (
-               UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-                WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
-                RETURNING job_id, account_id, waygate_message_json(messages) AS event_data),
-             src AS (SELECT account_id, 'message.status' AS type, event_data AS data FROM done),
-             ${appendEventsSql('src')}
-             SELECT job_id, count(*)::int AS n FROM done GROUP BY job_id`,
+          const done = await tx.query<{ job_id: string | null; account_id: string; event_data: unknown }>(
+            `UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
+              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
+              RETURNING job_id, account_id, waygate_message_json(messages) AS event_data`,
             [sent, this.workerId],
           );
-          await this.addJobCounts(tx, done, 'sent_count', jobs);
+          for (const row of done) events.push({ accountId: row.account_id, type: 'message.status', data: row.event_data });
+          const perJob = new Map<string, number>();
+          for (const row of done) if (row.job_id) perJob.set(row.job_id, (perJob.get(row.job_id) ?? 0) + 1);
+          await this.addJobCounts(tx, [...perJob].map(([job_id, n]) => ({ job_id, n })), 'sent_count', jobs);
         }
-        if (failed.length > 0) await this.fail(tx, failed, jobs, 'claimed');
+        if (failed.length > 0) events.push(...(await this.fail(tx, failed, jobs, 'claimed')));
         if (retry.length > 0) {
           await tx.query(
             `UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
@@ -186,26 +233,19 @@ export class MessageQueue {
             [retry.map((r) => r.id), retry.map((r) => r.dueAt), retry.map((r) => r.code), retry.map((r) => r.message), this.workerId],
           );
         }
-        await completeJobs(tx, [...jobs]);
+        events.push(...(await completeJobs(tx, [...jobs], false)));
+        await appendEvents(tx, events);
       });
     }
-    if (sent.length > 0) messageTransitions.inc({ status: 'SENT' }, sent.length);
-    if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
-    if (retry.length > 0) messageTransitions.inc({ status: 'RETRY' }, retry.length);
-    return {
-      sent: sent.length,
-      failed: failed.length,
-      retried: retry.length,
-      directIds: outcomes.filter((o) => o.message.priority === 0 && (o.result.ok || failed.some((f) => f.id === o.message.id))).map((o) => o.message.id),
-      directRows,
-    };
+    return directRows;
   }
 
   /**
    * Ends messages FAILED, with refunds and job counters: `claimed` ones only while this worker
    * still holds them; `waiting` ones in any not-yet-final state (device logged out).
    */
-  private async fail(tx: Queryable, failed: { id: string; code: string; message: string }[], jobs: Set<string>, which: 'claimed' | 'waiting'): Promise<void> {
+  /** Returns the message.status events to append (last, after every job row is locked). */
+  private async fail(tx: Queryable, failed: { id: string; code: string; message: string }[], jobs: Set<string>, which: 'claimed' | 'waiting'): Promise<PendingEvent[]> {
     const guard = which === 'claimed' ? `m.status = 'SENDING' AND m.claimed_by = $4` : `m.status IN ('SCHEDULED', 'QUEUED', 'SENDING') AND $4::text IS NOT NULL`;
     const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null; event_data: unknown }>(
       `UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
@@ -215,10 +255,10 @@ export class MessageQueue {
       [failed.map((f) => f.id), failed.map((f) => f.code), failed.map((f) => f.message), this.workerId],
     );
     await refundQuota(tx, rows.map((r) => ({ accountId: r.account_id, periodStart: r.quota_period_start, count: 1 })));
-    await appendEvents(tx, rows.map((r) => ({ accountId: r.account_id, type: 'message.status' as const, data: r.event_data })));
     const perJob = new Map<string, number>();
     for (const row of rows) if (row.job_id) perJob.set(row.job_id, (perJob.get(row.job_id) ?? 0) + 1);
     await this.addJobCounts(tx, [...perJob].map(([job_id, n]) => ({ job_id, n })), 'failed_count', jobs);
+    return rows.map((r) => ({ accountId: r.account_id, type: 'message.status' as const, data: r.event_data }));
   }
 
   /** Fails every waiting or in-flight message of a device (logged out or removed). */
@@ -230,8 +270,10 @@ export class MessageQueue {
       );
       if (rows.length === 0) return 0;
       const jobs = new Set<string>();
-      await this.fail(tx, rows.map((r) => ({ id: r.id, code, message })), jobs, 'waiting');
-      await completeJobs(tx, [...jobs]);
+      const events = await this.fail(tx, rows.map((r) => ({ id: r.id, code, message })), jobs, 'waiting');
+      events.push(...(await completeJobs(tx, [...jobs], false)));
+      await appendEvents(tx, events);
+      this.wakeWebhooks();
       return rows.length;
     });
   }
@@ -252,56 +294,64 @@ export class MessageQueue {
    */
   async applyReceipts(deviceId: string, receipts: Receipt[]): Promise<number> {
     if (receipts.length === 0) return 0;
-    return this.database.transaction(async (tx) => {
-      let changed = 0;
-      const jobs = new Set<string>();
-      for (const status of ['DELIVERED', 'READ'] as const) {
-        const subset = receipts.filter((r) => r.status === status);
-        if (subset.length === 0) continue;
-        const from = status === 'DELIVERED' ? `('SENDING', 'SENT')` : `('SENDING', 'SENT', 'DELIVERED')`;
-        // Timestamps never go backwards either: the network's receipt time may be earlier than the
-        // sentAt this gateway stamped on its acknowledgement (clock granularity, a slow finalize).
-        const set =
-          status === 'DELIVERED'
-            ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
-            : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
-               sent_at = COALESCE(m.sent_at, o.at)`;
-        const rows = await tx.query<{ job_id: string | null; sent: number; delivered: number; read: number }>(
-          // Driven from the receipts into the (device_id, network_message_id) index, so the plan
-          // stays a handful of index lookups whatever the table statistics say.
-          `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
-                o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
-                        SELECT m.id, m.status FROM messages m
-                         WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
-                         FOR UPDATE) AS x),
-                u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
-                      RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
-                src AS (SELECT account_id, 'message.status' AS type, event_data AS data FROM u),
-                ${appendEventsSql('src')}
-           SELECT job_id,
-                  count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
-                  count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
-                  ${status === 'READ' ? 'count(*)::int' : '0'} AS read
-             FROM u GROUP BY job_id`,
-          [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at)],
-        );
-        for (const row of rows) {
-          changed += row.delivered + (status === 'READ' ? row.read - row.delivered : 0);
-          if (!row.job_id) continue;
-          jobs.add(row.job_id);
-          await tx.query(
-            `UPDATE bulk_jobs SET sent_count = sent_count + $2, delivered_count = delivered_count + $3, read_count = read_count + $4 WHERE id = $1`,
-            [row.job_id, row.sent, row.delivered, row.read],
-          );
-        }
-      }
-      await completeJobs(tx, [...jobs]);
-      for (const status of ['DELIVERED', 'READ'] as const) {
-        const count = receipts.filter((r) => r.status === status).length;
-        if (count > 0) messageTransitions.inc({ status: `${status}_RECEIPT` }, count);
-      }
-      return changed;
-    });
+    let changed = 0;
+    for (const status of ['DELIVERED', 'READ'] as const) {
+      const subset = receipts.filter((r) => r.status === status);
+      if (subset.length === 0) continue;
+      const from = status === 'DELIVERED' ? `('SENDING', 'SENT')` : `('SENDING', 'SENT', 'DELIVERED')`;
+      // Timestamps never go backwards either: the network's receipt time may be earlier than the
+      // sentAt this gateway stamped on its acknowledgement (clock granularity, a slow finalize).
+      const set =
+        status === 'DELIVERED'
+          ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
+          : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
+             sent_at = COALESCE(m.sent_at, o.at)`;
+      // One statement per receipt kind, committed on its own, taking its locks in the same order
+      // as the send's outcome statement: messages, then their jobs, then the account (for the
+      // event seq; the events depend on the job rows, so they are numbered after those are
+      // locked). A consumer sees every step: a receipt that overtook SENT (or DELIVERED) also
+      // writes the step it skipped, just before its own.
+      const [row] = await this.database.query<{ changed: number }>(
+        `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
+              o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
+                      SELECT m.id, m.status FROM messages m
+                       WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
+                       FOR UPDATE) AS x),
+              u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
+                    RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
+              counts AS (
+                SELECT job_id,
+                       count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
+                       count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
+                       ${status === 'READ' ? 'count(*)::int' : '0'} AS read
+                  FROM u WHERE job_id IS NOT NULL GROUP BY job_id),
+              jobs AS (
+                UPDATE bulk_jobs j SET sent_count = j.sent_count + c.sent, delivered_count = j.delivered_count + c.delivered,
+                       read_count = j.read_count + c.read,
+                       status = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN 'COMPLETED' ELSE j.status END,
+                       completed_at = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN now() ELSE j.completed_at END
+                  FROM counts c WHERE j.id = c.job_id
+                RETURNING j.account_id, j.completed_at = now() AS just_completed, waygate_job_json(j) AS event_data),
+              src AS (
+                SELECT account_id, 'message.status' AS type,
+                       event_data || '{"status": "SENT", "deliveredAt": null, "readAt": null}'::jsonb AS data
+                  FROM u WHERE prev = 'SENDING'
+                UNION ALL
+                SELECT account_id, 'message.status', event_data || '{"status": "DELIVERED", "readAt": null}'::jsonb
+                  FROM u WHERE $4::text = 'READ' AND prev IN ('SENDING', 'SENT')
+                UNION ALL
+                SELECT account_id, 'message.status', event_data FROM u
+                UNION ALL
+                SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
+              ${appendEventsSql('src')}
+         SELECT (SELECT count(*)::int FROM u) AS changed`,
+        [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at), status],
+      );
+      changed += row?.changed ?? 0;
+      messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
+    }
+    this.wakeWebhooks();
+    return changed;
   }
 
   /** Stores an incoming message before the network is told it arrived; a redelivery is ignored. */
@@ -318,6 +368,7 @@ export class MessageQueue {
        SELECT id, (SELECT count(*) FROM ev_deliveries) AS webhook_deliveries FROM ins`,
       [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at],
     );
+    if (rows.length > 0) this.wakeWebhooks();
     return rows.length > 0;
   }
 }
@@ -331,7 +382,11 @@ const JOB_DONE_AFTER = (added: string): string =>
  * still SCHEDULED can be finished too: its messages may all end before their time (cancelled one
  * by one, or failed when the device was unlinked).
  */
-export async function completeJobs(tx: Queryable, jobIds: string[]): Promise<string[]> {
+/**
+ * Marks jobs COMPLETED once every message is final, with their bulk_job.completed events:
+ * appended here, or (emit = false) returned for the caller to append after its other events.
+ */
+export async function completeJobs(tx: Queryable, jobIds: string[], emit = true): Promise<PendingEvent[]> {
   if (jobIds.length === 0) return [];
   const rows = await tx.query<{ id: string; account_id: string; event_data: unknown }>(
     `UPDATE bulk_jobs SET status = 'COMPLETED', completed_at = now()
@@ -340,6 +395,8 @@ export async function completeJobs(tx: Queryable, jobIds: string[]): Promise<str
       RETURNING id, account_id, waygate_job_json(bulk_jobs) AS event_data`,
     [jobIds],
   );
-  await appendEvents(tx, rows.map((r) => ({ accountId: r.account_id, type: 'bulk_job.completed' as const, data: r.event_data })));
-  return rows.map((r) => r.id);
+  const events = rows.map((r) => ({ accountId: r.account_id, type: 'bulk_job.completed' as const, data: r.event_data }));
+  if (!emit) return events;
+  await appendEvents(tx, events);
+  return [];
 }

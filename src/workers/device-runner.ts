@@ -92,7 +92,10 @@ export class DeviceRunner {
        SELECT id FROM upd`,
       params,
     );
-    if (rows.length > 0) await this.options.bus.publish('waygate_devices', `status:${this.deviceId}`);
+    if (rows.length > 0) {
+      this.options.bus.local('waygate_webhooks', 'due');
+      await this.options.bus.publish('waygate_devices', `status:${this.deviceId}`);
+    }
     return rows.length > 0;
   }
 

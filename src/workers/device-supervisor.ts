@@ -43,7 +43,7 @@ export class DeviceSupervisor {
     workerId: string = newWorkerId(),
   ) {
     this.workerId = workerId;
-    this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts);
+    this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'));
   }
 
   get ownedDevices(): string[] {
