@@ -84,6 +84,7 @@ export function createBus(database: Database): Bus {
   let closed = false;
   let connecting: Promise<void> | undefined;
   const listened = new Set<string>();
+  let listening: Promise<void> = Promise.resolve();
 
   const connect = (): Promise<void> => {
     connecting ??= (async () => {
@@ -115,10 +116,13 @@ export function createBus(database: Database): Bus {
       handlers.get(channel)!.add(handler);
       if (!listened.has(channel)) {
         listened.add(channel);
-        void (async () => {
-          if (!client) await connect();
-          else await client.query(`LISTEN ${channel}`);
-        })().catch(() => undefined);
+        // One command at a time on the listening connection.
+        listening = listening
+          .then(async () => {
+            if (!client) await connect();
+            else await client.query(`LISTEN ${channel}`);
+          })
+          .catch(() => undefined);
       }
       return () => handlers.get(channel)?.delete(handler);
     },
