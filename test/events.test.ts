@@ -98,6 +98,18 @@ describe('GET /events', () => {
     expect(deviceEvents.data[0]!.data).toMatchObject({ id: device.id, status: 'CONNECTED' });
   });
 
+  it('writes exactly one bulk_job.completed when the last message of a job is sent (every recipient ordinary)', async () => {
+    const tenant = await createTenant(ctx);
+    await linkDevice(ctx, tenant);
+    const job = await sendBulk(ctx, tenant, { type: 'TEXT', content: 'all ordinary', recipients: phones(25) });
+    await waitFor(async () => (await events(ctx, tenant, 'type=bulk_job.completed')).data.length > 0, 10_000, 'the bulk_job.completed event');
+    const completed = (await events(ctx, tenant, 'type=bulk_job.completed')).data;
+    expect(completed).toHaveLength(1);
+    expect(completed[0]!.data).toMatchObject({ id: job.jobId, status: 'COMPLETED', sentCount: 25, totalContacts: 25 });
+    const sent = (await events(ctx, tenant, 'type=message.status&limit=1000')).data.filter((e) => e.data.status === 'SENT');
+    expect(sent).toHaveLength(25);
+  });
+
   it('shows an account its own events only', async () => {
     const a = await createTenant(ctx);
     const b = await createTenant(ctx);

@@ -197,7 +197,7 @@ export class MessageQueue {
                     status = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN 'COMPLETED' ELSE j.status END,
                     completed_at = CASE WHEN ${JOB_DONE_AFTER('c.n')} THEN now() ELSE j.completed_at END
                FROM counts c WHERE j.id = c.job_id
-             RETURNING j.account_id, j.completed_at = now() AS just_completed, waygate_job_json(j) AS event_data),
+             RETURNING j.account_id, j.completed_at = now()::timestamptz(3) AS just_completed, waygate_job_json(j) AS event_data),
            src AS (
              SELECT account_id, 'message.status' AS type, event_data AS data FROM done
              UNION ALL
@@ -331,7 +331,7 @@ export class MessageQueue {
                        status = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN 'COMPLETED' ELSE j.status END,
                        completed_at = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN now() ELSE j.completed_at END
                   FROM counts c WHERE j.id = c.job_id
-                RETURNING j.account_id, j.completed_at = now() AS just_completed, waygate_job_json(j) AS event_data),
+                RETURNING j.account_id, j.completed_at = now()::timestamptz(3) AS just_completed, waygate_job_json(j) AS event_data),
               src AS (
                 SELECT account_id, 'message.status' AS type,
                        event_data || '{"status": "SENT", "deliveredAt": null, "readAt": null}'::jsonb AS data
