@@ -264,6 +264,30 @@ describe('webhook delivery', () => {
     }
   });
 
+  it('does not follow a redirect (to the cloud metadata address here): a 302 is a failed attempt, retried, never followed', async () => {
+    const target = await receiver();
+    const hook = await receiver((_request, count) =>
+      count === 1 ? { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/' } } : { status: 307, headers: { location: target.url } },
+    );
+    try {
+      const tenant = await createTenant(ctx);
+      const endpoint = await createEndpoint(ctx, tenant, hook.url);
+      const test = await sendTestEvent(ctx, tenant, endpoint.id);
+      const delivery = await waitFor(async () => {
+        const [found] = await deliveries(ctx, tenant, endpoint.id);
+        return found?.status === 'FAILED' ? found : undefined;
+      }, 10_000, 'the delivery to give up after the schedule');
+      expect(delivery).toMatchObject({ id: test.deliveryId, attempts: 3, lastStatusCode: 307 });
+      expect(delivery.lastAttempts.map((a) => a.statusCode)).toEqual([307, 307, 302]);
+      // The redirect targets were never contacted.
+      expect(target.attempts()).toBe(0);
+      expect(hook.attempts()).toBe(3);
+    } finally {
+      await hook.close();
+      await target.close();
+    }
+  });
+
   it('honours Retry-After: a 429 with Retry-After: 1 delays the next attempt by a second, not the 100 ms of the schedule', async () => {
     const hook = await receiver((_request, count) => (count === 1 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 204 }));
     try {
