@@ -125,7 +125,12 @@ describe('webhook delivery', () => {
       const { secret } = await addEndpoint(ctx, tenant, hook.url);
       await linkDevice(ctx, tenant);
       await sendDirect(ctx, tenant, { type: 'TEXT', content: 'hello', recipients: [phone()] });
-      await waitFor(() => hook.received.filter((r) => r.json.type === 'message.status').length >= 3, 10_000, 'SENT, DELIVERED and READ events');
+      // Deliveries run concurrently and may arrive in any order: wait for all four events.
+      await waitFor(
+        () => hook.received.filter((r) => r.json.type === 'message.status').length >= 3 && hook.received.some((r) => r.json.type === 'device.status'),
+        10_000,
+        'SENT, DELIVERED, READ and device.status events',
+      );
       const verifier = new Webhook(secret);
       for (const item of hook.received) {
         expect(() => verifier.verify(item.body, item.headers as Record<string, string>)).not.toThrow();
@@ -174,13 +179,21 @@ describe('webhook delivery', () => {
       const good = phones(11);
       const unreachable = phone('0000');
       const { jobId } = await sendBulk(ctx, tenant, { type: 'TEXT', content: 'bulk hello', recipients: [...good, unreachable] });
+      // Deliveries run concurrently, so events arrive in any order: wait for all of them.
       await waitFor(
         () => {
           const statuses = hook.received.filter((r) => r.json.type === 'message.status');
-          return statuses.filter((r) => r.json.data.status === 'READ').length === good.length && hook.received.some((r) => r.json.type === 'bulk_job.completed');
+          const count = (status: string): number => new Set(statuses.filter((r) => r.json.data.status === status).map((r) => r.json.data.to)).size;
+          return (
+            count('SENT') === good.length &&
+            count('DELIVERED') === good.length &&
+            count('READ') === good.length &&
+            count('FAILED') === 1 &&
+            hook.received.some((r) => r.json.type === 'bulk_job.completed')
+          );
         },
         20_000,
-        'READ for every good recipient and bulk_job.completed',
+        'SENT, DELIVERED and READ for every good recipient, FAILED for the other, and bulk_job.completed',
       );
       expectVerified(hook.received, endpoint.secret);
       const statusEvents = hook.received.filter((r) => r.json.type === 'message.status');
