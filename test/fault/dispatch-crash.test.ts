@@ -5,116 +5,27 @@
  * with every recipient sent exactly once: the sandbox network shows each recipient with
  * delivered = 1 (none lost, none twice), however many times the gateway handed it over.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
-import { AccountService } from '../../src/domain/accounts.js';
-import { TokenService } from '../../src/domain/tokens.js';
 import { postgresUrlForFaultTests } from '../postgres.js';
+import { createCluster, until, type Cluster, type Proc } from './cluster.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const RECIPIENTS = 10_000;
 
 const baseUrl = await postgresUrlForFaultTests();
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  origin: string;
-  output: string[];
-}
-
 describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreSQL, 2 api + 2 worker processes)', () => {
-  const dbName = `waygate_fault_${randomBytes(4).toString('hex')}`;
+  let cluster: Cluster;
   let databaseUrl = '';
-  const procs: Proc[] = [];
-  let token = '';
-
-  async function start(name: string, role: 'api' | 'worker', extraEnv: Record<string, string> = {}): Promise<Proc> {
-    // node itself (not the tsx wrapper), so the pid in the lease owner is the process we kill.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        LOG_LEVEL: 'info',
-        LEASE_MS: '2000',
-        SANDBOX_RECEIPT_MS: '200',
-        BULK_DELAY_MS: '0',
-        RATE_LIMIT_PER_MINUTE: '0',
-        NETWORK: 'sandbox',
-        ...extraEnv,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const output: string[] = [];
-    const origin = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
-      const onData = (chunk: Buffer): void => {
-        output.push(chunk.toString());
-        const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-      child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
-    });
-    const proc = { name, child, origin, output };
-    procs.push(proc);
-    return proc;
-  }
-
-  async function api<T>(proc: Proc, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-    const response = await fetch(`${proc.origin}${url}`, {
-      method,
-      headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, json: (await response.json()) as T };
-  }
-
-  async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, intervalMs = 20): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
-    }
-  }
+  const start = (name: string, role: 'api' | 'worker', env: Record<string, string> = {}): Promise<Proc> => cluster.start(name, role, env);
+  const api = <T>(proc: Proc, method: string, url: string, body?: unknown) => cluster.api<T>(proc, method, url, body);
 
   beforeAll(async () => {
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    await admin.end();
-    const url = new URL(baseUrl!);
-    url.pathname = `/${dbName}`;
-    databaseUrl = url.toString();
-    const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-    await runMigrations(database);
-    const { accountId } = await new AccountService(database).createAccount({ email: 'fault@example.test', password: 'fault test password', plan: 'unlimited' });
-    token = (await new TokenService(database).create(accountId, { name: 'fault' })).token;
-    await database.close();
+    cluster = await createCluster(baseUrl!, 'waygate_fault', { LEASE_MS: '2000', SANDBOX_RECEIPT_MS: '200', BULK_DELAY_MS: '0', RATE_LIMIT_PER_MINUTE: '0' });
+    databaseUrl = cluster.databaseUrl;
   }, 60_000);
 
-  afterAll(async () => {
-    for (const proc of procs) if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-    await Promise.all(procs.map((proc) => new Promise((resolve) => (proc.child.exitCode !== null || proc.child.signalCode !== null ? resolve(null) : proc.child.once('exit', resolve)))));
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
-  }, 60_000);
+  afterAll(async () => cluster?.close(), 60_000);
 
   it('completes the job with every recipient delivered exactly once', async () => {
     const [api1, api2] = await Promise.all([start('api-1', 'api'), start('api-2', 'api')]);
@@ -154,7 +65,7 @@ describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreS
     }, 1);
     await probe.end();
     const ownerPid = Number(/_(\d+)_[0-9a-f]+$/.exec(owner)?.[1]);
-    const victim = procs.find((proc) => proc.child.pid === ownerPid);
+    const victim = cluster.procs.find((proc) => proc.child.pid === ownerPid);
     expect(victim, `the lease owner ${owner} is one of our workers`).toBeDefined();
     const before = (await api<{ data: { sentCount: number; totalContacts: number } }>(api2!, 'GET', `/messages/bulk-jobs/${jobId}`)).json.data;
     victim!.child.kill('SIGKILL');
@@ -198,10 +109,10 @@ describe.skipIf(!baseUrl)('a worker killed in the middle of a bulk job (PostgreS
   }, 240_000);
 
   it('drains on SIGTERM: the worker finishes what it holds, releases its lease and exits 0; the next one takes over at once', async () => {
-    const apiProc = procs.find((proc) => proc.name === 'api-1')!;
+    const apiProc = cluster.procs.find((proc) => proc.name === 'api-1')!;
     // Paced bulk traffic (one message every 100–200 ms), so the job is still running when the signal comes.
     const paced = await start('worker-paced', 'worker', { BULK_DELAY_MS: '100-200', LEASE_MS: '60000' });
-    for (const proc of procs) if (proc.name.startsWith('worker-') && proc !== paced && proc.child.exitCode === null) proc.child.kill('SIGKILL');
+    for (const proc of cluster.procs) if (proc.name.startsWith('worker-') && proc !== paced && proc.child.exitCode === null) proc.child.kill('SIGKILL');
     const created = await api<{ data: { id: string }; qr: { code: string } | null }>(apiProc, 'POST', '/devices', { name: 'drain phone' });
     const deviceId = created.json.data.id;
     const qr = created.json.qr ?? (await api<{ data: { code: string } }>(apiProc, 'GET', `/devices/${deviceId}/qr`)).json.data;

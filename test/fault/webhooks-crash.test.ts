@@ -7,21 +7,14 @@
  * nothing is lost (the dead worker's claims run out after 2 × WEBHOOK_TIMEOUT_MS and are sent
  * again). Everything listens on 127.0.0.1.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
-import { AccountService } from '../../src/domain/accounts.js';
-import { TokenService } from '../../src/domain/tokens.js';
 import { postgresUrlForFaultTests } from '../postgres.js';
+import { createCluster, until, type Cluster, type Proc } from './cluster.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const INCOMING = 1_000;
 // Quick retries, and enough of them (about 20 s) that nothing gives up while the receiver is down.
 const RETRY_SCHEDULE = ['0', '200ms', '500ms', ...Array.from({ length: 25 }, () => '1s')].join(',');
@@ -30,105 +23,32 @@ const WEBHOOK_TIMEOUT_MS = '2000';
 
 const baseUrl = await postgresUrlForFaultTests();
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  origin: string;
-  output: string[];
-}
-
 describe.skipIf(!baseUrl)('webhook deliveries across a receiver outage and a killed worker (PostgreSQL, real CLI)', () => {
-  const dbName = `waygate_fault_wh_${randomBytes(4).toString('hex')}`;
+  let cluster: Cluster;
   let databaseUrl = '';
-  const procs: Proc[] = [];
-  let token = '';
   let receiver: http.Server | undefined;
-
-  async function start(name: string, role: 'api' | 'worker'): Promise<Proc> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        LOG_LEVEL: 'info',
-        LEASE_MS: '2000',
-        SANDBOX_RECEIPT_MS: '200',
-        BULK_DELAY_MS: '0',
-        RATE_LIMIT_PER_MINUTE: '0',
-        NETWORK: 'sandbox',
-        ALLOW_PRIVATE_URLS: 'true',
-        WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE,
-        WEBHOOK_TIMEOUT_MS,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const output: string[] = [];
-    const origin = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
-      const onData = (chunk: Buffer): void => {
-        output.push(chunk.toString());
-        const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]!);
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-      child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
-    });
-    const proc = { name, child, origin, output };
-    procs.push(proc);
-    return proc;
-  }
-
-  async function api<T>(proc: Proc, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-    const response = await fetch(`${proc.origin}${url}`, {
-      method,
-      headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, json: (await response.json()) as T };
-  }
-
-  async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined, intervalMs = 20): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
-    }
-  }
+  const start = (name: string, role: 'api' | 'worker'): Promise<Proc> => cluster.start(name, role);
+  const api = <T>(proc: Proc, method: string, url: string, body?: unknown) => cluster.api<T>(proc, method, url, body);
 
   beforeAll(async () => {
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    await admin.end();
-    const url = new URL(baseUrl!);
-    url.pathname = `/${dbName}`;
-    databaseUrl = url.toString();
-    const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-    await runMigrations(database);
-    const { accountId } = await new AccountService(database).createAccount({ email: 'fault-wh@example.test', password: 'fault test password', plan: 'unlimited' });
-    token = (await new TokenService(database).create(accountId, { name: 'fault' })).token;
-    await database.close();
+    cluster = await createCluster(baseUrl!, 'waygate_fault_wh', {
+      LEASE_MS: '2000',
+      SANDBOX_RECEIPT_MS: '200',
+      BULK_DELAY_MS: '0',
+      RATE_LIMIT_PER_MINUTE: '0',
+      ALLOW_PRIVATE_URLS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE,
+      WEBHOOK_TIMEOUT_MS,
+    });
+    databaseUrl = cluster.databaseUrl;
   }, 60_000);
 
   afterAll(async () => {
-    for (const proc of procs) if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-    await Promise.all(procs.map((proc) => new Promise((resolve) => (proc.child.exitCode !== null || proc.child.signalCode !== null ? resolve(null) : proc.child.once('exit', resolve)))));
     if (receiver?.listening) {
       receiver.closeAllConnections();
       await new Promise((resolve) => receiver!.close(resolve));
     }
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await cluster?.close();
   }, 60_000);
 
   it('delivers every event at least once, signed, after the receiver comes back and across a SIGKILL of the worker', async () => {

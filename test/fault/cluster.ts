@@ -1,0 +1,111 @@
+/**
+ * Fault tests run the real CLI: `node --import tsx src/cli.ts serve --role …` processes on a
+ * PostgreSQL database of their own, talking over 127.0.0.1. This module starts and stops them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { openDatabase } from '../../src/db/client.js';
+import { runMigrations } from '../../src/db/migrate.js';
+import { AccountService } from '../../src/domain/accounts.js';
+import { TokenService } from '../../src/domain/tokens.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  origin: string;
+  output: string[];
+}
+
+export interface Cluster {
+  databaseUrl: string;
+  token: string;
+  procs: Proc[];
+  /** Starts `serve --role <role>` with the cluster's database and `env` on top of the defaults. */
+  start(name: string, role: 'api' | 'worker', env?: Record<string, string>): Promise<Proc>;
+  /** Calls the API of `proc` with the cluster's token. */
+  api<T>(proc: Proc, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }>;
+  /** Kills every process, and drops the database. */
+  close(): Promise<void>;
+}
+
+/** Creates a fresh, migrated database on the server at `baseUrl` with one unlimited account and its token. */
+export async function createCluster(baseUrl: string, prefix: string, defaults: Record<string, string>): Promise<Cluster> {
+  const dbName = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  const url = new URL(baseUrl);
+  url.pathname = `/${dbName}`;
+  const databaseUrl = url.toString();
+  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
+  await runMigrations(database);
+  const { accountId } = await new AccountService(database).createAccount({ email: `${prefix}@example.test`, password: 'fault test password', plan: 'unlimited' });
+  const token = (await new TokenService(database).create(accountId, { name: 'fault' })).token;
+  await database.close();
+
+  const procs: Proc[] = [];
+  return {
+    databaseUrl,
+    token,
+    procs,
+    async start(name, role, env = {}) {
+      // node itself (not the tsx wrapper), so the pid in a lease owner is the process a test kills.
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...defaults, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const output: string[] = [];
+      const origin = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
+        child.stdout!.on('data', (chunk: Buffer) => {
+          output.push(chunk.toString());
+          const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+        child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+        child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
+      });
+      const proc = { name, child, origin, output };
+      procs.push(proc);
+      return proc;
+    },
+    async api<T>(proc: Proc, method: string, target: string, body?: unknown) {
+      const response = await fetch(`${proc.origin}${target}`, {
+        method,
+        headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, json: (await response.json()) as T };
+    },
+    async close() {
+      for (const proc of procs) if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+      await Promise.all(
+        procs.map((proc) => new Promise((resolve) => (proc.child.exitCode !== null || proc.child.signalCode !== null ? resolve(null) : proc.child.once('exit', resolve)))),
+      );
+      const cleanup = new pg.Client({ connectionString: baseUrl });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await cleanup.end();
+    },
+  };
+}
+
+/** Polls `probe` every `intervalMs` until it returns a value, or fails naming what it waited for. */
+export async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined> | T | undefined, intervalMs = 20): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
