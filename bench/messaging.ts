@@ -18,14 +18,12 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
-import { runMigrations } from '../src/db/migrate.js';
-import { AccountService } from '../src/domain/accounts.js';
-import { TokenService } from '../src/domain/tokens.js';
 import { startServer } from '../src/server.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
+import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
@@ -92,46 +90,6 @@ export async function startMessagingServers(input: ServersInput): Promise<Starte
   };
 }
 
-async function recreateDatabase(url: string): Promise<void> {
-  const name = new URL(url).pathname.slice(1);
-  const admin = new URL(url);
-  admin.pathname = '/test';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-}
-
-async function api<T>(origin: string, token: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const response = await fetch(`${origin}${path}`, {
-    method,
-    headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: (await response.json()) as T };
-}
-
-async function linkDevice(origin: string, token: string): Promise<string> {
-  const created = await api<{ data: { id: string }; qr: { code: string } | null }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
-  if (created.status !== 201 || !created.json.qr) throw new Error(`POST /devices answered ${created.status}: ${JSON.stringify(created.json)}`);
-  await api(origin, token, 'POST', '/sandbox/scan', { code: created.json.qr.code, phoneNumber: '6281100000001' });
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const device = await api<{ data: { status: string } }>(origin, token, 'GET', `/devices/${created.json.data.id}`);
-    if (device.json.data.status === 'CONNECTED') return created.json.data.id;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('The bench device did not connect');
-}
-
-/** Recipients that avoid the sandbox's magic endings (0000–0003), so every message is SENT. */
-function recipients(count: number, prefix: string): string[] {
-  const list: string[] = [];
-  for (let i = 0; list.length < count; i++) if (i % 10_000 >= 4) list.push(`${prefix}${String(i).padStart(7, '0')}`);
-  return list;
-}
-
 async function waitForJob(origin: string, token: string, jobId: string, timeoutMs: number): Promise<{ done: boolean; at: number; job: Record<string, number | string> }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -183,18 +141,6 @@ async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess;
         child.kill('SIGTERM');
       }),
   };
-}
-
-async function makeTenant(databaseUrl: string): Promise<string> {
-  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-  try {
-    await runMigrations(database);
-    const email = `bench-${Date.now()}@waygate.test`;
-    const { accountId } = await new AccountService(database).createAccount({ email, password: 'benchmark password', plan: 'unlimited' });
-    return (await new TokenService(database).create(accountId, { name: 'bench' })).token;
-  } finally {
-    await database.close();
-  }
 }
 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {

@@ -18,16 +18,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
-import { runMigrations } from '../src/db/migrate.js';
-import { AccountService } from '../src/domain/accounts.js';
-import { TokenService } from '../src/domain/tokens.js';
 import { startServer } from '../src/server.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
+import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
@@ -106,59 +102,9 @@ class Receivers {
   }
 }
 
-async function recreateDatabase(url: string): Promise<void> {
-  const name = new URL(url).pathname.slice(1);
-  const admin = new URL(url);
-  admin.pathname = '/test';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
-}
-
-async function makeTenant(databaseUrl: string, label: string): Promise<string> {
-  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-  try {
-    await runMigrations(database);
-    const { accountId } = await new AccountService(database).createAccount({ email: `bench-${label}-${Date.now()}@waygate.test`, password: 'benchmark password', plan: 'unlimited' });
-    return (await new TokenService(database).create(accountId, { name: 'bench' })).token;
-  } finally {
-    await database.close();
-  }
-}
-
-async function api<T>(origin: string, token: string, method: string, route: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const response = await fetch(`${origin}${route}`, {
-    method,
-    headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: (await response.json()) as T };
-}
-
-async function linkDevice(origin: string, token: string, phoneNumber: string): Promise<string> {
-  const created = await api<{ data: { id: string }; qr: { code: string } | null }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
-  if (created.status !== 201 || !created.json.qr) throw new Error(`POST /devices answered ${created.status}: ${JSON.stringify(created.json)}`);
-  await api(origin, token, 'POST', '/sandbox/scan', { code: created.json.qr.code, phoneNumber });
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const device = await api<{ data: { status: string } }>(origin, token, 'GET', `/devices/${created.json.data.id}`);
-    if (device.json.data.status === 'CONNECTED') return created.json.data.id;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('The bench device did not connect');
-}
-
 async function addEndpoint(origin: string, token: string, url: string, events?: string[]): Promise<void> {
   const created = await api(origin, token, 'POST', '/webhooks', { url, ...(events ? { events } : {}) });
   if (created.status !== 201) throw new Error(`POST /webhooks answered ${created.status}: ${JSON.stringify(created.json)}`);
-}
-
-function recipients(count: number, prefix: string): string[] {
-  const list: string[] = [];
-  for (let i = 0; list.length < count; i++) if (i % 10_000 >= 4) list.push(`${prefix}${String(i).padStart(7, '0')}`);
-  return list;
 }
 
 async function waitUntil(what: string, timeoutMs: number, done: () => boolean): Promise<boolean> {
