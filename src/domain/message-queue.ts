@@ -203,7 +203,7 @@ export class MessageQueue {
              UNION ALL
              SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
            ${appendEventsSql('src')}
-           SELECT *, (SELECT count(*) FROM ev_deliveries) AS webhook_deliveries FROM done WHERE priority = 0`,
+           SELECT * FROM done WHERE priority = 0`,
           [sent, this.workerId],
         );
       }
@@ -365,7 +365,7 @@ export class MessageQueue {
          RETURNING id, account_id, waygate_message_json(messages) AS event_data),
        src AS (SELECT account_id, 'message.received' AS type, event_data AS data FROM ins),
        ${appendEventsSql('src')}
-       SELECT id, (SELECT count(*) FROM ev_deliveries) AS webhook_deliveries FROM ins`,
+       SELECT id FROM ins`,
       [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at],
     );
     if (rows.length > 0) this.wakeWebhooks();
