@@ -31,6 +31,7 @@ import { WebhookService } from './domain/webhooks.js';
 import { GuardedHttp } from './outbound/ssrf.js';
 import { AppError } from './errors.js';
 import { installAuth } from './http/auth.js';
+import { dashboardPlugin } from './http/dashboard/plugin.js';
 import { installErrorHandler } from './http/error-handler.js';
 import { installMetrics } from './metrics.js';
 import { redactUrl } from './http/redact.js';
@@ -202,9 +203,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   if (options.apiRoutes !== false) {
     await app.register(api);
     await app.register(api, { prefix: '/v1' });
+    // The dashboard: the same resource routes behind a session cookie, and the built web app.
+    await app.register(dashboardPlugin, { config, database, services, limitRate });
   }
 
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs'));
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect(options.apiRoutes !== false ? '/dashboard/' : '/docs'));
   if (ownServices) app.addHook('onClose', async () => services.close());
   return app;
 }

@@ -33,6 +33,26 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
+  /** NETWORK=whatsapp only (src/network/whatsapp). */
+  whatsapp: WhatsAppConfig;
+  /** Who may sign up in the dashboard: only the first user of a fresh install, or anyone (each gets an account on `free`). */
+  dashboardSignup: 'first-user' | 'open';
+}
+
+export interface WhatsAppConfig {
+  /**
+   * Warm-up of a newly linked number: the most bulk messages it may send on day 1, 2, ... after
+   * it was first linked (a day is 24 h from the first link); no cap after the last one. Empty: off.
+   */
+  warmupDailyCaps: number[];
+  /** How long a send waits for the server's acknowledgement before it counts as a transient failure. */
+  ackTimeoutMs: number;
+  /** How long opening the connection (and each query) may take. */
+  connectTimeoutMs: number;
+  /** Baileys' own log level (its lines go to the same log, tagged component=baileys). */
+  logLevel: LogLevel;
+  /** The WhatsApp Web endpoint; change it only to go through a proxy or in tests. */
+  webSocketUrl: string;
 }
 
 export class ConfigError extends Error {
@@ -131,6 +151,20 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
+  let warmupDailyCaps = [50, 100, 200, 400, 800];
+  const warmupRaw = str('WHATSAPP_WARMUP');
+  if (warmupRaw !== undefined) {
+    if (['off', 'false', '0', 'none'].includes(warmupRaw.toLowerCase())) warmupDailyCaps = [];
+    else {
+      const caps = warmupRaw.split(',').map((part) => Number(part.trim()));
+      if (caps.some((cap) => !Number.isInteger(cap) || cap < 1 || cap > 1_000_000) || caps.length > 60) {
+        problems.push(`WHATSAPP_WARMUP must be "off" or up to 60 comma-separated daily caps (whole numbers ≥ 1), e.g. 50,100,200,400,800 (got "${warmupRaw}")`);
+      } else warmupDailyCaps = caps;
+    }
+  }
+  const whatsappWsUrl = str('WHATSAPP_WS_URL') ?? 'wss://web.whatsapp.com/ws/chat';
+  if (!/^wss?:\/\/[^/\s]+/.test(whatsappWsUrl)) problems.push(`WHATSAPP_WS_URL must be a ws:// or wss:// URL (got "${whatsappWsUrl}")`);
+
   const config: Config = {
     port,
     host,
@@ -151,6 +185,14 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateUrls: bool('ALLOW_PRIVATE_URLS', false),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    whatsapp: {
+      warmupDailyCaps,
+      ackTimeoutMs: int('WHATSAPP_ACK_TIMEOUT_MS', 20_000, 100, 300_000),
+      connectTimeoutMs: int('WHATSAPP_CONNECT_TIMEOUT_MS', 20_000, 500, 300_000),
+      logLevel: oneOf('WHATSAPP_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'warn'),
+      webSocketUrl: whatsappWsUrl,
+    },
+    dashboardSignup: oneOf('DASHBOARD_SIGNUP', ['first-user', 'open'] as const, 'first-user'),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

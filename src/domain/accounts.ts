@@ -1,5 +1,5 @@
 /** Accounts (tenants), their dashboard users, plans and the usage of the current quota period. */
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { accounts, plans, users } from '../db/schema.js';
 import { AppError } from '../errors.js';
@@ -24,6 +24,9 @@ export interface CreatedAccount {
   planId: string;
 }
 
+/** An arbitrary constant: "wgfirstu" (first-user sign-up). */
+const FIRST_USER_LOCK_KEY = 0x77676675;
+
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export class AccountService {
@@ -44,8 +47,12 @@ export class AccountService {
     }
   }
 
-  /** Creates an account with its first dashboard user. */
-  async createAccount(input: { email: string; password: string; plan?: string; name?: string }): Promise<CreatedAccount> {
+  /**
+   * Creates an account with its first dashboard user. With `onlyIfNoUsers`, it is created only
+   * when no user exists at all (a fresh install's sign-up): concurrent attempts are serialised by
+   * an advisory lock, so exactly one can win.
+   */
+  async createAccount(input: { email: string; password: string; plan?: string; name?: string; onlyIfNoUsers?: boolean }): Promise<CreatedAccount> {
     const email = input.email.trim().toLowerCase();
     if (!EMAIL.test(email)) throw new AppError('VALIDATION_ERROR', 'email is not a valid address', [{ field: 'email', message: 'must be an email address' }]);
     if (input.password.length < 8) {
@@ -60,6 +67,11 @@ export class AccountService {
     const userId = newId('usr');
     try {
       await this.database.db.transaction(async (tx) => {
+        if (input.onlyIfNoUsers) {
+          await tx.execute(sql`SELECT pg_advisory_xact_lock(${FIRST_USER_LOCK_KEY})`);
+          const [existing] = await tx.select({ id: users.id }).from(users).limit(1);
+          if (existing) throw new AppError('FORBIDDEN', 'Sign-up is closed: this installation already has a user. Ask them to create your account.');
+        }
         await tx.insert(accounts).values({ id: accountId, name: input.name ?? email, planId });
         await tx.insert(users).values({ id: userId, accountId, email, passwordHash });
       });
@@ -68,6 +80,11 @@ export class AccountService {
       throw error;
     }
     return { accountId, userId, email, planId };
+  }
+
+  async hasUsers(): Promise<boolean> {
+    const [row] = await this.database.db.select({ id: users.id }).from(users).limit(1);
+    return row !== undefined;
   }
 
   async findAccountIdByEmail(email: string): Promise<string | undefined> {

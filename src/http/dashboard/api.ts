@@ -1,0 +1,180 @@
+/**
+ * The dashboard's JSON API at /dashboard/api: sign-up, log-in, log-out and the session, then the
+ * very same resource routes as the public API (accounts, tokens, contacts, groups, devices,
+ * messages, webhooks, events, sandbox), mounted behind a session cookie instead of a token, so
+ * the dashboard has no business logic of its own. A session acts for its account with every
+ * scope. State-changing requests need the session's CSRF token in `x-csrf-token`, and any
+ * request that a browser marks as cross-site is refused.
+ */
+import Type from 'typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../app.js';
+import type { Config } from '../../config.js';
+import type { Database } from '../../db/client.js';
+import type { DashboardSession, DashboardSessionService, NewSession } from '../../domain/dashboard-sessions.js';
+import { sameSecret } from '../../domain/dashboard-sessions.js';
+import { TOKEN_SCOPES } from '../../domain/tokens.js';
+import { AppError } from '../../errors.js';
+import { accountRoutes } from '../routes/account.js';
+import { contactRoutes } from '../routes/contacts.js';
+import { deviceRoutes } from '../routes/devices.js';
+import { eventRoutes } from '../routes/events.js';
+import { groupRoutes } from '../routes/groups.js';
+import { messageRoutes } from '../routes/messages.js';
+import { sandboxRoutes } from '../routes/sandbox.js';
+import { tokenRoutes } from '../routes/tokens.js';
+import { webhookRoutes } from '../routes/webhooks.js';
+import { deviceStream, type StreamRegistry } from './stream.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    dashboard: DashboardSession | null;
+  }
+}
+
+export const SESSION_COOKIE = 'waygate_session';
+export const COOKIE_PATH = '/dashboard';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const ALL_SCOPES: ReadonlySet<string> = new Set(TOKEN_SCOPES);
+
+export interface DashboardApiOptions {
+  config: Config;
+  database: Database;
+  services: Services;
+  sessions: DashboardSessionService;
+  streams: StreamRegistry;
+  /** Applies the per-account request limit of the public API to these routes too. */
+  limitRate: boolean;
+}
+
+/** The session named by the request's cookie, or null. */
+export async function sessionOf(request: FastifyRequest, sessions: DashboardSessionService): Promise<DashboardSession | null> {
+  const value = request.cookies[SESSION_COOKIE];
+  return value ? sessions.find(value) : null;
+}
+
+/**
+ * Refuses requests a browser made on another site's behalf: `Sec-Fetch-Site: cross-site` or an
+ * `Origin` that is not this host. (Non-browser clients send neither and are judged by the
+ * session and CSRF token alone.)
+ */
+function assertSameOrigin(request: FastifyRequest): void {
+  if (request.headers['sec-fetch-site'] === 'cross-site') throw new AppError('FORBIDDEN', 'Cross-site requests to the dashboard are refused');
+  const origin = request.headers.origin;
+  if (origin === undefined) return;
+  let same = false;
+  try {
+    // Through URL on both sides, so a default port written out (":443") compares equal.
+    same = new URL(origin).host === new URL(`${request.protocol}://${request.host}`).host;
+  } catch {
+    same = false;
+  }
+  if (!same) throw new AppError('FORBIDDEN', 'Cross-origin requests to the dashboard are refused');
+}
+
+const Credentials = Type.Object(
+  {
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+
+const SessionView = Type.Object({
+  authenticated: Type.Boolean(),
+  signupOpen: Type.Boolean(),
+  network: Type.String(),
+  tokenScopes: Type.Array(Type.String()),
+  user: Type.Union([Type.Object({ email: Type.String(), accountId: Type.String() }), Type.Null()]),
+  csrfToken: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const dashboardApi: FastifyPluginAsyncTypebox<DashboardApiOptions> = async (app, options) => {
+  const { config, services, sessions, database } = options;
+  const secureCookies = config.publicUrl.startsWith('https://');
+
+  // These routes are the dashboard's own: they stay out of the public OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...(route.schema ?? {}), hide: true };
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request);
+  });
+
+  const setCookie = (request: FastifyRequest, reply: FastifyReply, created: NewSession): void => {
+    reply.setCookie(SESSION_COOKIE, created.cookieValue, {
+      path: COOKIE_PATH,
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: secureCookies || request.protocol === 'https',
+      expires: created.session.expiresAt,
+    });
+  };
+  const view = async (session: DashboardSession | null) => ({
+    authenticated: session !== null,
+    signupOpen: await sessions.signupOpen(),
+    network: config.network,
+    tokenScopes: [...TOKEN_SCOPES],
+    user: session ? { email: session.email, accountId: session.accountId } : null,
+    csrfToken: session?.csrfToken ?? null,
+  });
+
+  app.get('/session', { schema: { response: { 200: SessionView } } }, async (request) => view(await sessionOf(request, sessions)));
+
+  app.post(
+    '/signup',
+    { schema: { body: Type.Object({ ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }), response: { 201: SessionView } } },
+    async (request, reply) => {
+      const created = await sessions.signup(request.body);
+      setCookie(request, reply, created);
+      return reply.status(201).send(await view(created.session));
+    },
+  );
+
+  app.post('/login', { schema: { body: Credentials, response: { 200: SessionView } } }, async (request, reply) => {
+    const created = await sessions.login({ ...request.body, ip: request.ip });
+    setCookie(request, reply, created);
+    return view(created.session);
+  });
+
+  // Everything below needs a session (and, to change anything, its CSRF token).
+  await app.register(async (scope: FastifyInstance) => {
+    scope.addHook('onRequest', async (request) => {
+      const session = await sessionOf(request, sessions);
+      if (!session) throw new AppError('UNAUTHORIZED', 'Not signed in, or the session has expired: log in again');
+      if (!SAFE_METHODS.has(request.method)) {
+        const sent = request.headers['x-csrf-token'];
+        if (typeof sent !== 'string' || !sameSecret(sent, session.csrfToken)) {
+          throw new AppError('FORBIDDEN', 'Missing or wrong CSRF token (x-csrf-token): reload the page and try again');
+        }
+      }
+      request.dashboard = session;
+      request.auth = { accountId: session.accountId, tokenId: `session:${session.userId}`, scopes: ALL_SCOPES };
+    });
+    if (options.limitRate) scope.addHook('onRequest', scope.rateLimit());
+
+    scope.post('/logout', async (request, reply) => {
+      await sessions.logout(request.cookies[SESSION_COOKIE]!);
+      reply.clearCookie(SESSION_COOKIE, { path: COOKIE_PATH });
+      return { success: true as const };
+    });
+    scope.get('/stream', (request, reply) => deviceStream(request, reply, services, options.streams));
+
+    await scope.register(accountRoutes, { accounts: services.accounts });
+    await scope.register(tokenRoutes, { tokens: services.tokens });
+    await scope.register(contactRoutes, { contacts: services.contacts });
+    await scope.register(groupRoutes, { groups: services.groups });
+    await scope.register(deviceRoutes, { devices: services.devices });
+    await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
+    await scope.register(webhookRoutes, { webhooks: services.webhooks });
+    await scope.register(eventRoutes, { events: services.events });
+    if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });
+  });
+
+  // Unknown /dashboard/api paths answer like the public API, not with the single-page app.
+  app.all('/*', async (request) => {
+    throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`);
+  });
+};

@@ -1,0 +1,74 @@
+/**
+ * Server-sent events for the dashboard: every change of one of the session account's devices
+ * (status, a new QR code, log-out, reconnect), as the device record, the moment the bus hears of
+ * it (waygate_devices, LISTEN/NOTIFY, so a change made by a worker process elsewhere arrives
+ * too). The stream carries news only; the page reads state through the JSON routes.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../../app.js';
+
+const HEARTBEAT_MS = 15_000;
+
+/** Open streams, so that closing the app ends them instead of waiting for browsers to leave. */
+export class StreamRegistry {
+  private readonly open = new Set<() => void>();
+
+  add(end: () => void): () => void {
+    this.open.add(end);
+    return () => this.open.delete(end);
+  }
+
+  closeAll(): void {
+    for (const end of [...this.open]) end();
+  }
+}
+
+/** Device bus payloads are `dev_…` or `<what>:dev_…`. */
+function parsePayload(payload: string): { kind: string; deviceId: string } {
+  const colon = payload.indexOf(':');
+  return colon === -1 ? { kind: 'created', deviceId: payload } : { kind: payload.slice(0, colon), deviceId: payload.slice(colon + 1) };
+}
+
+export function deviceStream(request: FastifyRequest, reply: FastifyReply, services: Services, streams: StreamRegistry): void {
+  const accountId = request.auth!.accountId;
+  reply.hijack();
+  const response = reply.raw;
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  // The browser reconnects by itself after a drop; 2 s keeps the page close to live.
+  response.write('retry: 2000\n\n');
+
+  let ended = false;
+  const send = (event: string, data: unknown): void => {
+    if (!ended) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  const unsubscribe = services.bus.subscribe('waygate_devices', (payload) => {
+    const { kind, deviceId } = parsePayload(payload);
+    // Another account's device is not found in this account: it is skipped, never sent.
+    services.devices.get(accountId, deviceId).then(
+      (device) => send('device', { kind, device }),
+      () => undefined,
+    );
+  });
+  const heartbeat = setInterval(() => {
+    if (!ended) response.write(': keep-alive\n\n');
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    unsubscribe();
+    forget();
+    response.end();
+  };
+  const forget = streams.add(end);
+  request.raw.on('close', end);
+  send('ready', { accountId });
+}
