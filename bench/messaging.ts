@@ -109,7 +109,9 @@ function peakRssMb(pid: number): number {
 
 /** Starts `node dist/cli.js serve` (role all) and resolves with its address once it logs that it is up. */
 async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess; origin: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'serve'], {
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the product process.
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/cli.js'), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -276,9 +276,8 @@ export const events = pgTable(
   'events',
   {
     id: text('id').primaryKey(),
-    accountId: text('account_id')
-      .notNull()
-      .references(() => accounts.id, { onDelete: 'cascade' }),
+    /** No foreign key (migration 0019): a trigger on accounts removes an account's events. */
+    accountId: text('account_id').notNull(),
     /** Per account, strictly increasing and gap-free. */
     seq: bigint('seq', { mode: 'number' }).notNull(),
     type: text('type').notNull(),
