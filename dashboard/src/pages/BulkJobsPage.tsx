@@ -1,0 +1,83 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link } from 'react-router';
+import { api } from '../api';
+import type { BulkJob, Page } from '../types';
+import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, Pager, Time } from '../ui';
+import { ACTIVE_JOB, JobBar } from './JobProgress';
+
+export function BulkJobsPage() {
+  const client = useQueryClient();
+  const [page, setPage] = useState(1);
+  const [status, setStatus] = useState('');
+  const jobs = useQuery({
+    queryKey: ['bulk-jobs', 'list', page, status],
+    queryFn: () => api<Page<BulkJob>>('/messages/bulk-jobs', { query: { page, limit: 20, status } }),
+    // Every second while a job on the page runs; otherwise now and then.
+    refetchInterval: (query) => (query.state.data?.data.some((job) => ACTIVE_JOB.has(job.status)) ? 1000 : 10_000),
+  });
+  return (
+    <section>
+      <PageHeader title="Bulk jobs" description="Messages to many recipients, sent one after another from a device. Progress updates live." actions={<Link className="button primary" to="/send">New message</Link>} />
+      <div className="filters">
+        <label htmlFor="job-status">Status</label>
+        <select id="job-status" value={status} onChange={(e) => { setStatus(e.target.value); setPage(1); }}>
+          <option value="">All</option>
+          {['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'].map((value) => (
+            <option key={value}>{value}</option>
+          ))}
+        </select>
+      </div>
+      {jobs.isPending ? <Loading what="bulk jobs" /> : null}
+      <ErrorBox error={jobs.error} />
+      {jobs.data && jobs.data.data.length === 0 ? <Empty>No bulk jobs{status ? ` with status ${status}` : ''}. Send to more than 10 numbers, or to a group, to start one.</Empty> : null}
+      <ul className="job-list">
+        {jobs.data?.data.map((job) => (
+          <li key={job.id} className="card">
+            <div className="row between wrap">
+              <div>
+                <h2 className="h3">
+                  {job.type.charAt(0) + job.type.slice(1).toLowerCase()} to {job.totalContacts.toLocaleString()} recipients
+                </h2>
+                <div className="small muted">
+                  <code>{job.id}</code> · created <Time value={job.createdAt} />
+                  {job.scheduledAt ? (
+                    <>
+                      {' '}
+                      · scheduled for <Time value={job.scheduledAt} />
+                    </>
+                  ) : null}
+                  {job.completedAt ? (
+                    <>
+                      {' '}
+                      · completed <Time value={job.completedAt} />
+                    </>
+                  ) : null}
+                </div>
+              </div>
+              <div className="row">
+                <Link className="button secondary small" to={`/messages?jobId=${job.id}`}>
+                  Messages
+                </Link>
+                {ACTIVE_JOB.has(job.status) ? (
+                  <ConfirmButton
+                    label="Cancel"
+                    title="Cancel this job?"
+                    message={<p>Messages not sent yet are cancelled and refunded. Messages already sent stay sent.</p>}
+                    confirmLabel="Cancel job"
+                    onConfirm={async () => {
+                      await api(`/messages/bulk-jobs/${job.id}/cancel`, { method: 'POST' });
+                      await client.invalidateQueries({ queryKey: ['bulk-jobs'] });
+                    }}
+                  />
+                ) : null}
+              </div>
+            </div>
+            <JobBar job={job} />
+          </li>
+        ))}
+      </ul>
+      {jobs.data ? <Pager label="Bulk jobs" page={page} limit={jobs.data.meta.limit} total={jobs.data.meta.total} onPage={setPage} /> : null}
+    </section>
+  );
+}

@@ -1,0 +1,140 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useSearchParams } from 'react-router';
+import { api } from '../api';
+import type { Message, Page } from '../types';
+import { ConfirmButton, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time } from '../ui';
+
+const STATUSES = ['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'];
+const MOVING = new Set(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED']);
+
+export function MessagesPage() {
+  const client = useQueryClient();
+  const [params, setParams] = useSearchParams();
+  const status = params.get('status') ?? '';
+  const to = params.get('to') ?? '';
+  const jobId = params.get('jobId') ?? '';
+  const page = Number(params.get('page') ?? '1') || 1;
+  const [draft, setDraft] = useState({ status, to, jobId });
+
+  const messages = useQuery({
+    queryKey: ['messages', { status, to, jobId, page }],
+    queryFn: () => api<Page<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, page, limit: 25 } }),
+    // Statuses move on their own (receipts): keep the page current while some still can.
+    refetchInterval: (query) => (query.state.data?.data.some((message) => MOVING.has(message.status)) ? 3000 : 15_000),
+  });
+  const apply = (event: FormEvent): void => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    if (draft.status) next.set('status', draft.status);
+    if (draft.to.trim()) next.set('to', draft.to.trim());
+    if (draft.jobId.trim()) next.set('jobId', draft.jobId.trim());
+    setParams(next);
+  };
+  const setPage = (value: number): void => {
+    const next = new URLSearchParams(params);
+    next.set('page', String(value));
+    setParams(next);
+  };
+
+  return (
+    <section>
+      <PageHeader title="Messages" description="Every message sent or received, newest first, with where it is now." />
+      <form className="filters" onSubmit={apply} aria-label="Filter messages">
+        <div className="field">
+          <label htmlFor="filter-status">Status</label>
+          <select id="filter-status" value={draft.status} onChange={(e) => setDraft({ ...draft, status: e.target.value })}>
+            <option value="">All</option>
+            {STATUSES.map((value) => (
+              <option key={value}>{value}</option>
+            ))}
+          </select>
+        </div>
+        <div className="field">
+          <label htmlFor="filter-to">Number</label>
+          <input id="filter-to" inputMode="tel" value={draft.to} onChange={(e) => setDraft({ ...draft, to: e.target.value })} />
+        </div>
+        <div className="field">
+          <label htmlFor="filter-job">Bulk job id</label>
+          <input id="filter-job" value={draft.jobId} onChange={(e) => setDraft({ ...draft, jobId: e.target.value })} />
+        </div>
+        <button type="submit" className="button secondary">
+          Filter
+        </button>
+      </form>
+      {messages.isPending ? <Loading what="messages" /> : null}
+      <ErrorBox error={messages.error} />
+      {messages.data && messages.data.data.length === 0 ? <Empty>No messages match.</Empty> : null}
+      {messages.data && messages.data.data.length > 0 ? (
+        <div className="table-wrap">
+          <table>
+            <caption className="visually-hidden">Messages</caption>
+            <thead>
+              <tr>
+                <th scope="col">To / from</th>
+                <th scope="col">Message</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">Sent</th>
+                <th scope="col">Delivered</th>
+                <th scope="col">Read</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {messages.data.data.map((message) => (
+                <tr key={message.id}>
+                  <td className="nowrap">
+                    {message.direction === 'in' ? <span className="muted small">from </span> : null}
+                    {formatPhone(message.direction === 'in' ? message.from : message.to)}
+                  </td>
+                  <td className="clip">
+                    {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null} {message.content || <span className="muted">(no text)</span>}
+                    {message.error ? <div className="small error-text">{message.error.code}: {message.error.message}</div> : null}
+                  </td>
+                  <td>
+                    <StatusBadge status={message.status} />
+                  </td>
+                  <td className="nowrap">
+                    <Time value={message.createdAt} />
+                    {message.scheduledAt ? (
+                      <div className="small muted">
+                        for <Time value={message.scheduledAt} />
+                      </div>
+                    ) : null}
+                  </td>
+                  <td className="nowrap">
+                    <Time value={message.sentAt} />
+                  </td>
+                  <td className="nowrap">
+                    <Time value={message.deliveredAt} />
+                  </td>
+                  <td className="nowrap">
+                    <Time value={message.readAt} />
+                  </td>
+                  <td>
+                    {message.status === 'SCHEDULED' || message.status === 'QUEUED' ? (
+                      <ConfirmButton
+                        label="Cancel"
+                        title="Cancel this message?"
+                        message={<p>It will not be sent, and it is refunded to your quota.</p>}
+                        confirmLabel="Cancel message"
+                        onConfirm={async () => {
+                          await api(`/messages/${message.id}/cancel`, { method: 'POST' });
+                          await client.invalidateQueries({ queryKey: ['messages'] });
+                        }}
+                      />
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} onPage={setPage} /> : null}
+    </section>
+  );
+}

@@ -1,0 +1,81 @@
+import { useQuery } from '@tanstack/react-query';
+import { api } from '../api';
+import type { AccountSummary, One } from '../types';
+import { ErrorBox, Loading, PageHeader, Time } from '../ui';
+
+export function PlanPage() {
+  const account = useQuery({ queryKey: ['account'], queryFn: () => api<One<AccountSummary>>('/account'), refetchInterval: 15_000 });
+  const devices = useQuery({ queryKey: ['devices', 'count'], queryFn: () => api<{ meta: { total: number } }>('/devices', { query: { limit: 1 } }) });
+  const webhooks = useQuery({ queryKey: ['webhooks', 'list'], queryFn: () => api<{ data: Array<{ active: boolean }> }>('/webhooks', { query: { limit: 100 } }) });
+  const summary = account.data?.data;
+  return (
+    <section>
+      <PageHeader title="Plan and usage" description="What your plan includes and how much of this period's quota is used." />
+      {account.isPending ? <Loading what="your plan" /> : null}
+      <ErrorBox error={account.error} />
+      {summary ? (
+        <>
+          <div className="card">
+            <div className="row between wrap">
+              <div>
+                <h2>{summary.plan.name} plan</h2>
+                <p className="muted small">
+                  Period <Time value={summary.period.start} /> – <Time value={summary.period.end} /> (renews every {summary.plan.period})
+                </p>
+              </div>
+            </div>
+            <Quota label="Messages this period" used={summary.usage.messages} limit={summary.limits.messages} resetsAt={summary.period.end} />
+          </div>
+          <div className="stats">
+            <Stat label="Devices" used={devices.data?.meta.total} limit={summary.limits.devices} />
+            <Stat label="Active webhooks" used={webhooks.data?.data.filter((hook) => hook.active).length} limit={summary.limits.activeWebhooks} />
+            <Stat label="Contacts" used={summary.usage.contacts} limit={null} />
+          </div>
+          <p className="small muted">
+            A message counts when it is accepted, once per recipient, and is refunded if it ends failed or cancelled. Plans are changed by the
+            administrator (<code>waygate accounts set-plan</code>).
+          </p>
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+function Quota({ label, used, limit, resetsAt }: { label: string; used: number; limit: number | null; resetsAt: string }) {
+  if (limit === null) {
+    return (
+      <p>
+        <strong>{used.toLocaleString()}</strong> messages sent this period. <span className="muted">Unlimited plan: no quota.</span>
+      </p>
+    );
+  }
+  const percent = Math.min(100, Math.round((used / Math.max(1, limit)) * 100));
+  return (
+    <div className="quota">
+      <div className="row between">
+        <span id="quota-label">{label}</span>
+        <span>
+          <strong>{used.toLocaleString()}</strong> of {limit.toLocaleString()} ({percent}%)
+        </span>
+      </div>
+      <meter min={0} max={limit} low={limit * 0.75} high={limit * 0.9} optimum={0} value={used} aria-labelledby="quota-label">
+        {percent}%
+      </meter>
+      <p className="small muted">
+        {Math.max(0, limit - used).toLocaleString()} left; resets <Time value={resetsAt} />.
+      </p>
+    </div>
+  );
+}
+
+function Stat({ label, used, limit }: { label: string; used: number | undefined; limit: number | null }) {
+  return (
+    <div className="card stat">
+      <div className="muted small">{label}</div>
+      <div className="stat-value">
+        {used === undefined ? '…' : used.toLocaleString()}
+        <span className="muted small"> {limit === null ? 'no limit' : `of ${limit.toLocaleString()}`}</span>
+      </div>
+    </div>
+  );
+}

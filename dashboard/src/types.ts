@@ -1,0 +1,167 @@
+/** The shapes the API answers with (see the API reference in the README). */
+
+export interface Page<T> {
+  success?: true;
+  data: T[];
+  meta: { total: number; page: number; limit: number };
+}
+export interface One<T> {
+  success: true;
+  data: T;
+}
+
+export interface SessionState {
+  authenticated: boolean;
+  signupOpen: boolean;
+  network: string;
+  tokenScopes: string[];
+  user: { email: string; accountId: string } | null;
+  csrfToken: string | null;
+}
+
+export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
+export interface Device {
+  id: string;
+  name: string;
+  status: DeviceStatus;
+  phoneNumber: string | null;
+  lastError: string | null;
+  createdAt: string;
+  updatedAt: string;
+  connectedAt: string | null;
+  disconnectedAt: string | null;
+  loggedOutAt: string | null;
+}
+export interface DeviceQr {
+  code: string;
+  image: string;
+  expiresAt: string;
+}
+
+export interface Token {
+  id: string;
+  name: string;
+  prefix: string;
+  last4: string;
+  scopes: string[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface Contact {
+  id: string;
+  name: string;
+  phoneNumber: string;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface ImportReport {
+  totalRows: number;
+  created: number;
+  skipped: Array<{ line: number; phoneNumber: string; reason: string }>;
+  rejected: Array<{ line: number; errors: Array<{ field: string; message: string }> }>;
+}
+
+export interface Group {
+  id: string;
+  name: string;
+  contactsCount: number;
+  createdAt: string;
+}
+export interface Member extends Contact {
+  addedAt: string;
+}
+
+export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
+export interface Message {
+  id: string;
+  direction: 'out' | 'in';
+  deviceId: string;
+  jobId: string | null;
+  to: string | null;
+  from: string | null;
+  type: string;
+  content: string;
+  mediaUrl: string | null;
+  status: MessageStatus;
+  attempts: number;
+  error: { code: string; message: string } | null;
+  scheduledAt: string | null;
+  createdAt: string;
+  sentAt: string | null;
+  deliveredAt: string | null;
+  readAt: string | null;
+  failedAt: string | null;
+}
+
+export type JobStatus = 'SCHEDULED' | 'PROCESSING' | 'COMPLETED' | 'CANCELLED';
+export interface BulkJob {
+  id: string;
+  status: JobStatus;
+  deviceId: string;
+  type: string;
+  totalContacts: number;
+  sentCount: number;
+  failedCount: number;
+  deliveredCount: number;
+  readCount: number;
+  cancelledCount: number;
+  scheduledAt: string | null;
+  createdAt: string;
+  completedAt: string | null;
+  cancelledAt: string | null;
+}
+
+export interface SendResult {
+  success: true;
+  // Direct send
+  message?: Message;
+  messages?: Message[];
+  async?: boolean;
+  // Bulk job
+  jobId?: string;
+  status?: string;
+  totalContacts?: number;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  active: boolean;
+  disabledReason: string | null;
+  createdAt: string;
+}
+export interface WebhookAttempt {
+  statusCode: number | null;
+  latencyMs: number;
+  responseExcerpt: string | null;
+  error: string | null;
+}
+export interface WebhookDelivery {
+  id: string;
+  eventId: string;
+  eventType: string;
+  eventSeq: number;
+  status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+  lastAttempts: WebhookAttempt[];
+}
+
+export interface AccountSummary {
+  id: string;
+  name: string;
+  createdAt: string;
+  plan: { id: string; name: string; messageQuota: number | null; period: string; maxDevices: number | null; maxWebhooks: number | null };
+  period: { start: string; end: string };
+  usage: { messages: number; contacts: number };
+  limits: { messages: number | null; devices: number | null; activeWebhooks: number | null };
+}

@@ -1,0 +1,247 @@
+/** Small shared pieces: page heading, errors, status badges, pager, confirmation, copy, dates. */
+import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { ApiError, errorMessage } from './api';
+
+/** The page's one h1; it takes focus when the page opens, so screen readers announce the new page. */
+export function PageHeader({ title, description, actions }: { title: string; description?: ReactNode; actions?: ReactNode }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    document.title = `${title} · Waygate`;
+    ref.current?.focus();
+  }, [title]);
+  return (
+    <header className="page-header">
+      <div>
+        <h1 ref={ref} tabIndex={-1}>
+          {title}
+        </h1>
+        {description ? <p className="muted">{description}</p> : null}
+      </div>
+      {actions ? <div className="page-actions">{actions}</div> : null}
+    </header>
+  );
+}
+
+/** An error from the API, with its code and request id for support. */
+export function ErrorBox({ error, title }: { error: unknown; title?: string }) {
+  if (!error) return null;
+  const api = error instanceof ApiError ? error : undefined;
+  const details = api && Array.isArray(api.details) && api.details.length > 1 ? api.details : [];
+  return (
+    <div className="alert alert-error" role="alert">
+      <strong>{title ?? 'That did not work.'}</strong> {errorMessage(error)}
+      {details.length > 0 ? (
+        <ul>
+          {details.map((detail) => (
+            <li key={`${detail.field}:${detail.message}`}>
+              <code>{detail.field}</code> {detail.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {api?.requestId ? <div className="small muted">Request {api.requestId}</div> : null}
+    </div>
+  );
+}
+
+export function Notice({ children, tone = 'info' }: { children: ReactNode; tone?: 'info' | 'success' | 'warning' }) {
+  return (
+    <div className={`alert alert-${tone}`} role="status">
+      {children}
+    </div>
+  );
+}
+
+const STATUS_TONES: Record<string, string> = {
+  CONNECTED: 'good',
+  SENT: 'good',
+  DELIVERED: 'good',
+  READ: 'good',
+  COMPLETED: 'good',
+  SUCCEEDED: 'good',
+  ACTIVE: 'good',
+  RECEIVED: 'good',
+  PENDING: 'wait',
+  SCHEDULED: 'wait',
+  QUEUED: 'wait',
+  SENDING: 'wait',
+  PROCESSING: 'wait',
+  DISCONNECTED: 'warn',
+  FAILED: 'bad',
+  LOGGED_OUT: 'bad',
+  REVOKED: 'bad',
+  EXPIRED: 'bad',
+  CANCELLED: 'neutral',
+  INACTIVE: 'neutral',
+};
+
+export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
+  return (
+    <span className={`badge badge-${STATUS_TONES[status] ?? 'neutral'}`} data-testid={testId}>
+      {status.replace('_', ' ')}
+    </span>
+  );
+}
+
+export function Pager({ page, limit, total, onPage, label }: { page: number; limit: number; total: number; onPage: (page: number) => void; label: string }) {
+  const pages = Math.max(1, Math.ceil(total / limit));
+  if (total === 0) return null;
+  const first = (page - 1) * limit + 1;
+  const last = Math.min(total, page * limit);
+  return (
+    <nav className="pager" aria-label={`${label} pages`}>
+      <span className="muted">
+        {first}–{last} of {total.toLocaleString()}
+      </span>
+      <button type="button" className="button secondary small" disabled={page <= 1} onClick={() => onPage(page - 1)}>
+        Previous
+      </button>
+      <span aria-current="page">
+        Page {page} of {pages}
+      </span>
+      <button type="button" className="button secondary small" disabled={page >= pages} onClick={() => onPage(page + 1)}>
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** A button that asks first, in a modal dialog (focus stays inside; Escape cancels). */
+export function ConfirmButton({
+  label,
+  title,
+  message,
+  confirmLabel,
+  onConfirm,
+  className = 'button danger small',
+  disabled,
+}: {
+  label: string;
+  title: string;
+  message: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => Promise<unknown> | void;
+  className?: string;
+  disabled?: boolean;
+}) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const titleId = useId();
+  const confirm = async (): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      await onConfirm();
+      dialog.current?.close();
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button type="button" className={className} disabled={disabled} onClick={() => dialog.current?.showModal()}>
+        {label}
+      </button>
+      <dialog ref={dialog} aria-labelledby={titleId} className="dialog">
+        <h2 id={titleId}>{title}</h2>
+        <div>{message}</div>
+        <ErrorBox error={error} />
+        <div className="row end">
+          <button type="button" className="button secondary" onClick={() => dialog.current?.close()}>
+            Cancel
+          </button>
+          <button type="button" className="button danger" disabled={busy} onClick={() => void confirm()}>
+            {busy ? 'Working…' : confirmLabel}
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+/** Copies a value to the clipboard and says so (also to screen readers). */
+export function CopyButton({ value, label = 'Copy' }: { value: string; label?: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const copy = async (): Promise<void> => {
+    try {
+      await navigator.clipboard.writeText(value);
+      setState('copied');
+    } catch {
+      setState('failed');
+    }
+    window.setTimeout(() => setState('idle'), 4000);
+  };
+  return (
+    <>
+      <button type="button" className="button secondary small" onClick={() => void copy()}>
+        {state === 'copied' ? 'Copied' : label}
+      </button>
+      <span className="visually-hidden" role="status">
+        {state === 'copied' ? 'Copied to the clipboard' : state === 'failed' ? 'Copying failed: select the text and copy it by hand' : ''}
+      </span>
+      {state === 'failed' ? <span className="small error-text">Select the text and copy it by hand.</span> : null}
+    </>
+  );
+}
+
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+export function formatDate(value: string | null | undefined, empty = '—'): string {
+  return value ? dateFormat.format(new Date(value)) : empty;
+}
+
+export function Time({ value, empty = '—' }: { value: string | null | undefined; empty?: string }) {
+  return value ? <time dateTime={value}>{formatDate(value)}</time> : <span className="muted">{empty}</span>;
+}
+
+export function formatPhone(digits: string | null | undefined): string {
+  return digits ? `+${digits}` : '—';
+}
+
+/** A labelled form control with its hint and error wired up for assistive technology. */
+export function Field({
+  label,
+  hint,
+  error,
+  children,
+}: {
+  label: string;
+  hint?: ReactNode;
+  error?: string | undefined;
+  children: (props: { id: string; 'aria-describedby'?: string; 'aria-invalid'?: boolean }) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = `${id}-hint`;
+  const errorId = `${id}-error`;
+  const describedBy = [hint ? hintId : '', error ? errorId : ''].filter(Boolean).join(' ');
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children({ id, ...(describedBy ? { 'aria-describedby': describedBy } : {}), ...(error ? { 'aria-invalid': true } : {}) })}
+      {hint ? (
+        <div id={hintId} className="hint">
+          {hint}
+        </div>
+      ) : null}
+      {error ? (
+        <div id={errorId} className="error-text">
+          {error}
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p className="muted" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="empty">{children}</div>;
+}
