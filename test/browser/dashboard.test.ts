@@ -1,0 +1,179 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium through playwright-core), on a fresh
+ * server: sign up → add a device → simulate the scan → CONNECTED appears without a reload →
+ * create a token and copy it → the public API takes it → a bulk send from the Send page runs to
+ * 100% → a webhook endpoint shows a delivery in its log → the token is revoked → the API refuses
+ * it. Then every page at phone width, without sideways scrolling. A failing test leaves a
+ * screenshot in test-results/browser/.
+ *
+ * Without Chromium the file is skipped locally and fails on CI (CI=true).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { openTestDatabase } from '../helpers.js';
+import { chromiumAvailable, CHROMIUM_PATH, ensureDashboardBuilt, launchBrowser, startDashboardServer, startWebhookReceiver, type Browser, type DashboardServer, type WebhookReceiver } from './support.js';
+
+const SCREENSHOTS = path.resolve('test-results/browser');
+const available = chromiumAvailable();
+if (!available && process.env.CI === 'true') {
+  throw new Error(`Chromium is missing at ${CHROMIUM_PATH}; CI needs it for the dashboard tests (apt-get install -y chromium)`);
+}
+
+const EMAIL = 'owner@example.test';
+const PASSWORD = 'a long enough password';
+
+let server: DashboardServer;
+let browser: Browser;
+let receiver: WebhookReceiver;
+let page: Page;
+
+/** On failure, a screenshot of the page as it was. */
+function screenshotOnFailure(name: string): void {
+  onTestFailed(async () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
+  });
+}
+
+async function publicApi(pathname: string, token: string): Promise<Response> {
+  return fetch(`${server.url}${pathname}`, { headers: { 'x-api-key': token } });
+}
+
+async function openNav(label: string): Promise<void> {
+  const menu = page.getByRole('button', { name: 'Menu' });
+  if (await menu.isVisible()) await menu.click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
+}
+
+describe.skipIf(!available)('dashboard in Chromium', () => {
+  beforeAll(async () => {
+    await ensureDashboardBuilt();
+    server = await startDashboardServer(await openTestDatabase());
+    receiver = await startWebhookReceiver();
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+    page.setDefaultTimeout(15_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await server?.close();
+  });
+
+  it('runs the whole flow: sign up, link a device live, token, bulk send, webhook log, revoke', async () => {
+    screenshotOnFailure('whole-flow');
+
+    // Sign up: a fresh install's first user, sent from the root to the dashboard's log-in page.
+    await page.goto(server.url);
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/login');
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByLabel('Password').press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Devices' }).waitFor();
+
+    // Add a device: its QR appears; the simulated scan turns it CONNECTED with no reload.
+    await page.evaluate(() => Object.assign(globalThis, { __noReload: true }));
+    await page.getByLabel('Device name').fill('Shop phone');
+    await page.getByRole('button', { name: 'Add device' }).click();
+    const device = page.locator('article.device', { hasText: 'Shop phone' });
+    await device.getByRole('img', { name: /QR code to link Shop phone/ }).waitFor();
+    await expect.poll(() => device.getByTestId('device-status').textContent()).toBe('PENDING');
+    await device.getByLabel('Phone number of the simulated phone').fill('+62 811 2222 3333');
+    await device.getByRole('button', { name: 'Simulate phone scan' }).click();
+    await expect.poll(() => device.getByTestId('device-status').textContent(), { timeout: 15_000 }).toBe('CONNECTED');
+    await device.getByText('+6281122223333').waitFor();
+    expect(await page.evaluate(() => (globalThis as { __noReload?: boolean }).__noReload)).toBe(true);
+
+    // Settings → API Access → Create New Token; the value is shown once and copied.
+    await openNav('Settings');
+    await page.getByRole('link', { name: 'API Access' }).waitFor();
+    await page.getByRole('button', { name: 'Create New Token' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Order system');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const value = page.getByTestId('new-token-value');
+    await expect.poll(() => value.inputValue()).toMatch(/^wg_[0-9A-Za-z]{43}$/);
+    const token = await value.inputValue();
+    await page.getByText('This is the only time the token is shown').waitFor();
+    const created = page.getByRole('region', { name: /Token “Order system” created/ });
+    await created.getByRole('button', { name: 'Copy', exact: true }).click();
+    await created.getByRole('button', { name: 'Copied', exact: true }).waitFor();
+    const clipboard = await page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText());
+    expect(clipboard).toBe(token);
+    const row = page.locator('tr', { hasText: 'Order system' });
+    await row.getByText(`${token.slice(0, 7)}`, { exact: false }).waitFor();
+    await row.getByText(token.slice(-4), { exact: false }).waitFor();
+
+    // The copied token works on the public API.
+    const account = await publicApi('/account', clipboard);
+    expect(account.status).toBe(200);
+    expect(((await account.json()) as { data: { plan: { id: string } } }).data.plan.id).toBe('unlimited');
+
+    // A bulk send from the Send page (12 numbers), watched to 100%.
+    await openNav('Send');
+    await page.getByLabel('Message', { exact: true }).fill('Our shop opens at 9 tomorrow');
+    const numbers = Array.from({ length: 12 }, (_, i) => `+62 812 5555 ${String(1000 + i)}`).join('\n');
+    await page.getByLabel('Phone numbers').fill(numbers);
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await page.getByRole('heading', { name: 'Bulk job started' }).waitFor();
+    await expect.poll(() => page.getByTestId('job-percent').textContent(), { timeout: 30_000 }).toBe('100%');
+    await expect.poll(() => page.getByTestId('job-status').textContent()).toBe('COMPLETED');
+    await openNav('Bulk jobs');
+    await expect.poll(() => page.getByTestId('job-percent').first().textContent()).toBe('100%');
+    const jobs = (await (await publicApi('/messages/bulk-jobs', token)).json()) as { data: Array<{ totalContacts: number; sentCount: number }> };
+    expect(jobs.data[0]).toMatchObject({ totalContacts: 12, sentCount: 12 });
+
+    // A webhook endpoint, a test event, and its delivery in the log.
+    await openNav('Webhooks');
+    await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+    await page.getByLabel('URL').fill(receiver.url);
+    await page.locator('form').getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByText(/^whsec_/).first().waitFor();
+    const endpoint = page.locator('article', { hasText: receiver.url });
+    await endpoint.getByRole('button', { name: 'Send test event' }).click();
+    const delivery = endpoint.getByTestId('delivery-row').filter({ hasText: 'webhook.test' });
+    await expect.poll(() => delivery.getByText('SUCCEEDED').count(), { timeout: 20_000 }).toBe(1);
+    await delivery.getByText('HTTP 200').waitFor();
+    expect(receiver.received.some((call) => call.body.includes('"webhook.test"') && typeof call.headers['webhook-signature'] === 'string')).toBe(true);
+
+    // Revoke the token (with confirmation): the API refuses it from the next request.
+    await openNav('Settings');
+    await page.locator('tr', { hasText: 'Order system' }).getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
+    await expect.poll(() => page.locator('tr', { hasText: 'Order system' }).getByText('REVOKED').count()).toBe(1);
+    const refused = await publicApi('/account', token);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
+  }, 120_000);
+
+  it('every page fits a phone-width screen without sideways scrolling, and the menu works by keyboard', async () => {
+    screenshotOnFailure('phone-width');
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const pathname of ['devices', 'send', 'messages', 'bulk-jobs', 'contacts', 'groups', 'webhooks', 'plan', 'settings/api-access']) {
+      await page.goto(`${server.url}/dashboard/${pathname}`);
+      await page.locator('h1').first().waitFor();
+      await page.waitForLoadState('networkidle').catch(() => undefined);
+      const overflow = await page.evaluate(() => {
+        const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+        return root.scrollWidth - root.clientWidth;
+      });
+      expect(overflow, `/dashboard/${pathname} scrolls sideways by ${overflow}px`).toBeLessThanOrEqual(0);
+    }
+    const menu = page.getByRole('button', { name: 'Menu' });
+    await menu.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => menu.getAttribute('aria-expanded')).toBe('true');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Contacts' }).press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Contacts' }).waitFor();
+
+    // Log out: the session ends, and the pages send the visitor to log in again.
+    await menu.click();
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Log in' }).waitFor();
+    await page.goto(`${server.url}/dashboard/devices`);
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/login');
+  }, 90_000);
+});

@@ -1,0 +1,129 @@
+/**
+ * What the browser tests and `npm run screenshots` share: the built dashboard (built here when
+ * missing, so a fresh clone needs nothing first), a listening Waygate with its worker on a
+ * database the caller opened, a local webhook receiver, and Debian's Chromium driven by
+ * playwright-core in a fresh profile with every background network feature turned off.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { buildApp, createServices, type Services } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import type { Database } from '../../src/db/client.js';
+import { DASHBOARD_DIST } from '../../src/http/dashboard/plugin.js';
+import { WorkerRuntime } from '../../src/workers/runtime.js';
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const REPO_ROOT = path.resolve(DASHBOARD_DIST, '../..');
+
+export function chromiumAvailable(): boolean {
+  return fs.existsSync(CHROMIUM_PATH);
+}
+
+/** Builds dashboard/dist with Vite unless a build is already there. */
+export async function ensureDashboardBuilt(): Promise<void> {
+  if (fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return;
+  const { build } = await import('vite');
+  await build({ configFile: path.join(REPO_ROOT, 'dashboard/vite.config.ts'), logLevel: 'warn' });
+}
+
+export interface DashboardServer {
+  url: string;
+  app: FastifyInstance;
+  services: Services;
+  close(): Promise<void>;
+}
+
+/** Waygate listening on 127.0.0.1 (random port) with its worker, on the sandbox network. */
+export async function startDashboardServer(database: Database, env: Record<string, string> = {}): Promise<DashboardServer> {
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    SANDBOX_RECEIPT_MS: '200',
+    SEND_WAIT_MS: '5000',
+    LEASE_MS: '3000',
+    // The webhook receiver of these runs listens on 127.0.0.1.
+    ALLOW_PRIVATE_URLS: 'true',
+    WEBHOOK_RETRY_SCHEDULE: '0,1s,2s',
+    ...env,
+  });
+  const services = createServices(database, config);
+  const app = await buildApp({ config, database, services });
+  const worker = new WorkerRuntime(config, database, services.bus, pino({ level: 'silent' }));
+  await worker.start();
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    app,
+    services,
+    async close() {
+      await app.close();
+      await worker.stop();
+      await services.close();
+    },
+  };
+}
+
+export interface WebhookReceiver {
+  url: string;
+  received: Array<{ headers: http.IncomingHttpHeaders; body: string }>;
+  close(): Promise<void>;
+}
+
+/** An HTTP endpoint that answers 200 to every webhook call and keeps what it got. */
+export async function startWebhookReceiver(): Promise<WebhookReceiver> {
+  const received: WebhookReceiver['received'] = [];
+  const server = http.createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      received.push({ headers: request.headers, body });
+      response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+export interface Browser {
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+/** Chromium headless in a fresh profile directory, removed on close. */
+export async function launchBrowser(viewport = { width: 1280, height: 800 }): Promise<Browser> {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'waygate-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    viewport,
+    permissions: ['clipboard-read', 'clipboard-write'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
