@@ -22,8 +22,9 @@ export function useSetSession() {
   const client = useQueryClient();
   return (state: SessionState) => {
     setCsrfToken(state.csrfToken);
-    if (!state.authenticated) client.clear();
     client.setQueryData(SESSION_KEY, state);
+    // Nothing read for one user may show for the next: drop every other cached answer.
+    client.removeQueries({ predicate: (query) => query.queryKey[0] !== SESSION_KEY[0] });
   };
 }
 

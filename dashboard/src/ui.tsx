@@ -192,8 +192,21 @@ export function formatDate(value: string | null | undefined, empty = '—'): str
   return value ? dateFormat.format(new Date(value)) : empty;
 }
 
-export function Time({ value, empty = '—' }: { value: string | null | undefined; empty?: string }) {
-  return value ? <time dateTime={value}>{formatDate(value)}</time> : <span className="muted">{empty}</span>;
+const timeFormat = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
+/** Today's times as the time alone; other days with the date. */
+export function formatShort(value: string): string {
+  const date = new Date(value);
+  return date.toDateString() === new Date().toDateString() ? timeFormat.format(date) : formatDate(value);
+}
+
+export function Time({ value, empty = '—', short = false }: { value: string | null | undefined; empty?: string; short?: boolean }) {
+  return value ? (
+    <time dateTime={value} title={formatDate(value)}>
+      {short ? formatShort(value) : formatDate(value)}
+    </time>
+  ) : (
+    <span className="muted">{empty}</span>
+  );
 }
 
 export function formatPhone(digits: string | null | undefined): string {

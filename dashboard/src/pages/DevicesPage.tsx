@@ -77,7 +77,7 @@ function DeviceCard({ device }: { device: Device }) {
         <div>
           <h2 id={`device-${device.id}`}>{device.name}</h2>
           <div className="muted small">
-            {formatPhone(device.phoneNumber)} · added <Time value={device.createdAt} />
+            {device.phoneNumber ? formatPhone(device.phoneNumber) : 'Not linked yet'} · added <Time value={device.createdAt} />
           </div>
         </div>
         <StatusBadge status={device.status} testId="device-status" />
@@ -91,7 +91,7 @@ function DeviceCard({ device }: { device: Device }) {
         </p>
       ) : null}
       <ErrorBox error={reconnect.error} />
-      <div className="row">
+      <div className="row card-actions">
         {device.status === 'DISCONNECTED' || device.status === 'LOGGED_OUT' ? (
           <button type="button" className="button secondary small" disabled={reconnect.isPending} onClick={() => reconnect.mutate()}>
             {device.status === 'LOGGED_OUT' ? 'Link again' : 'Reconnect now'}

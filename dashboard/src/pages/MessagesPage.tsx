@@ -75,9 +75,6 @@ export function MessagesPage() {
                 <th scope="col">Message</th>
                 <th scope="col">Status</th>
                 <th scope="col">Created</th>
-                <th scope="col">Sent</th>
-                <th scope="col">Delivered</th>
-                <th scope="col">Read</th>
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
                 </th>
@@ -90,12 +87,13 @@ export function MessagesPage() {
                     {message.direction === 'in' ? <span className="muted small">from </span> : null}
                     {formatPhone(message.direction === 'in' ? message.from : message.to)}
                   </td>
-                  <td className="clip">
+                  <td className="message-cell">
                     {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null} {message.content || <span className="muted">(no text)</span>}
                     {message.error ? <div className="small error-text">{message.error.code}: {message.error.message}</div> : null}
                   </td>
-                  <td>
+                  <td className="status-cell">
                     <StatusBadge status={message.status} />
+                    <StatusTimes message={message} />
                   </td>
                   <td className="nowrap">
                     <Time value={message.createdAt} />
@@ -104,15 +102,6 @@ export function MessagesPage() {
                         for <Time value={message.scheduledAt} />
                       </div>
                     ) : null}
-                  </td>
-                  <td className="nowrap">
-                    <Time value={message.sentAt} />
-                  </td>
-                  <td className="nowrap">
-                    <Time value={message.deliveredAt} />
-                  </td>
-                  <td className="nowrap">
-                    <Time value={message.readAt} />
                   </td>
                   <td>
                     {message.status === 'SCHEDULED' || message.status === 'QUEUED' ? (
@@ -136,5 +125,26 @@ export function MessagesPage() {
       ) : null}
       {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} onPage={setPage} /> : null}
     </section>
+  );
+}
+
+/** When the message reached each step so far. */
+function StatusTimes({ message }: { message: Message }) {
+  const steps: Array<[string, string | null]> = [
+    ['sent', message.sentAt],
+    ['delivered', message.deliveredAt],
+    ['read', message.readAt],
+    ['failed', message.failedAt],
+  ];
+  const reached = steps.filter(([, at]) => at !== null);
+  if (reached.length === 0) return null;
+  return (
+    <ul className="plain small muted times">
+      {reached.map(([step, at]) => (
+        <li key={step}>
+          {step} <Time value={at} short />
+        </li>
+      ))}
+    </ul>
   );
 }

@@ -130,7 +130,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
   return (
     <article className="card" aria-label={`Endpoint ${webhook.url}`} data-webhook-id={webhook.id}>
       <div className="row between wrap">
-        <div className="clip">
+        <div className="grow">
           <h2 className="h3 mono break">{webhook.url}</h2>
           <div className="small muted">
             {webhook.description ? `${webhook.description} · ` : ''}
@@ -140,7 +140,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
         </div>
         <StatusBadge status={webhook.active ? 'ACTIVE' : 'INACTIVE'} />
       </div>
-      <div className="row wrap">
+      <div className="row wrap card-actions">
         <button type="button" className="button secondary small" disabled={test.isPending} onClick={() => test.mutate()}>
           Send test event
         </button>
