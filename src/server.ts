@@ -43,7 +43,8 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
     const [{ n: accountCount } = { n: 0 }] = await database.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts');
     if (accountCount === 0) {
       app.log.info(
-        'No account exists yet. Stop the server and run: npm run waygate -- accounts create --email you@example.com --password <password>, ' +
+        `No account exists yet. Open ${config.publicUrl}/dashboard to sign up as the first user, or stop the server and run: ` +
+          'npm run waygate -- accounts create --email you@example.com --password <password>, ' +
           'then: npm run waygate -- tokens create --email you@example.com --name laptop',
       );
     }

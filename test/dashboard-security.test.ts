@@ -4,6 +4,7 @@
  * page (pages), a CSRF token on every state-changing route, cross-site requests refused, another
  * account's ids unreachable, and failed log-ins rate limited.
  */
+import { createHash, createHmac } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, createTestApp, expectError, randomPhone, type TestContext } from './helpers.js';
@@ -82,8 +83,9 @@ describe('sign-up', () => {
     expectError(response, 403, 'FORBIDDEN');
   });
 
-  it('with DASHBOARD_SIGNUP=open, later users each get an account of their own on the free plan', async () => {
-    const open = await createTestApp({ DASHBOARD_SIGNUP: 'open' });
+  it('with DASHBOARD_SIGNUP=open, later users each get an account of their own on the free plan (and SESSION_SECRET keys the stored session hash)', async () => {
+    const secret = 's'.repeat(40);
+    const open = await createTestApp({ DASHBOARD_SIGNUP: 'open', SESSION_SECRET: secret });
     try {
       const first = await open.app.inject({ method: 'POST', url: '/dashboard/api/signup', payload: { email: 'a@example.test', password: 'a long password' } });
       const second = await open.app.inject({ method: 'POST', url: '/dashboard/api/signup', payload: { email: 'b@example.test', password: 'a long password' } });
@@ -93,6 +95,11 @@ describe('sign-up', () => {
       expect(account.json().data.plan.id).toBe('free');
       const again = await open.app.inject({ method: 'POST', url: '/dashboard/api/signup', payload: { email: 'B@example.test', password: 'a long password' } });
       expectError(again, 409, 'CONFLICT');
+      // Only an HMAC of the cookie value is stored, under SESSION_SECRET.
+      const cookieValue = String(second.headers['set-cookie']).split(';')[0]!.split('=')[1]!;
+      const stored = await open.database.query<{ id_hash: string }>('SELECT id_hash FROM dashboard_sessions');
+      expect(stored.map((row) => row.id_hash)).toContain(createHmac('sha256', secret).update(cookieValue).digest('hex'));
+      expect(stored.map((row) => row.id_hash)).not.toContain(createHash('sha256').update(cookieValue).digest('hex'));
     } finally {
       await open.close();
     }

@@ -3,9 +3,10 @@
  * address, counted in the database so every node sees them), log-out, and the lookup of a
  * session from its cookie value. The cookie carries 32 random bytes; only their SHA-256 is
  * stored. Each session has its own CSRF token (synchronizer token), which state-changing
- * dashboard requests must echo in a header.
+ * dashboard requests must echo in a header. With SESSION_SECRET set, the stored hash is an
+ * HMAC keyed by it, so changing the secret signs every user out.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import { AppError } from '../errors.js';
 import type { AccountService } from './accounts.js';
@@ -45,7 +46,6 @@ export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   maxFailuresPerIp: 30,
 };
 
-const hashSessionId = (value: string): string => createHash('sha256').update(value).digest('hex');
 
 /** Compared with this when the email is unknown, so a wrong email costs as long as a wrong password. */
 let decoyHash: Promise<string> | undefined;
@@ -70,7 +70,12 @@ export class DashboardSessionService {
     private readonly accounts: AccountService,
     private readonly signupPolicy: SignupPolicy,
     private readonly limits: SessionLimits = DEFAULT_SESSION_LIMITS,
+    private readonly secret: string | undefined = undefined,
   ) {}
+
+  private hashSessionId(value: string): string {
+    return (this.secret ? createHmac('sha256', this.secret) : createHash('sha256')).update(value).digest('hex');
+  }
 
   /** Whether a visitor may create an account now. */
   async signupOpen(): Promise<boolean> {
@@ -142,7 +147,7 @@ export class DashboardSessionService {
     const expiresAt = new Date(now.getTime() + this.limits.sessionTtlMs);
     await this.database.query(
       'INSERT INTO dashboard_sessions (id_hash, user_id, account_id, csrf_token, created_at, last_seen_at, expires_at) VALUES ($1, $2, $3, $4, $5, $5, $6)',
-      [hashSessionId(cookieValue), userId, accountId, csrfToken, now, expiresAt],
+      [this.hashSessionId(cookieValue), userId, accountId, csrfToken, now, expiresAt],
     );
     // Expired sessions of anyone are swept on log-in, so the table does not grow without bound.
     await this.database.query('DELETE FROM dashboard_sessions WHERE expires_at < $1', [now]);
@@ -155,13 +160,13 @@ export class DashboardSessionService {
       `SELECT s.user_id, s.account_id, u.email, s.csrf_token, s.expires_at
          FROM dashboard_sessions s JOIN users u ON u.id = s.user_id
         WHERE s.id_hash = $1 AND s.expires_at > $2`,
-      [hashSessionId(cookieValue), now],
+      [this.hashSessionId(cookieValue), now],
     );
     if (!row) return null;
     return { userId: row.user_id, accountId: row.account_id, email: row.email, csrfToken: row.csrf_token, expiresAt: row.expires_at };
   }
 
   async logout(cookieValue: string): Promise<void> {
-    await this.database.query('DELETE FROM dashboard_sessions WHERE id_hash = $1', [hashSessionId(cookieValue)]);
+    await this.database.query('DELETE FROM dashboard_sessions WHERE id_hash = $1', [this.hashSessionId(cookieValue)]);
   }
 }

@@ -14,7 +14,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Services } from '../../app.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/client.js';
-import { DashboardSessionService, type SessionLimits } from '../../domain/dashboard-sessions.js';
+import { DashboardSessionService, DEFAULT_SESSION_LIMITS, type SessionLimits } from '../../domain/dashboard-sessions.js';
 import { dashboardApi, sessionOf } from './api.js';
 import { StreamRegistry } from './stream.js';
 
@@ -44,7 +44,13 @@ export interface DashboardOptions {
 
 export async function dashboardPlugin(app: FastifyInstance, options: DashboardOptions): Promise<void> {
   const distDir = options.distDir ?? DASHBOARD_DIST;
-  const sessions = new DashboardSessionService(options.database, options.services.accounts, options.config.dashboardSignup, options.sessionLimits);
+  const sessions = new DashboardSessionService(
+    options.database,
+    options.services.accounts,
+    options.config.dashboardSignup,
+    options.sessionLimits ?? DEFAULT_SESSION_LIMITS,
+    options.config.sessionSecret,
+  );
   const streams = new StreamRegistry();
   // Open event streams would hold the server open: end them as the app closes.
   app.addHook('preClose', async () => streams.closeAll());
