@@ -76,7 +76,7 @@ export function createServices(database: Database, config: Config): Services {
     tokens: new TokenService(database),
     contacts: new ContactService(database),
     groups: new GroupService(database),
-    devices: new DeviceService(database, bus),
+    devices: new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' }),
     messages: new MessageService(database, bus, acks, config.sendWaitMs),
     bulkJobs: new BulkJobService(database),
     idempotency: new IdempotencyService(database),

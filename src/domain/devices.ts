@@ -4,13 +4,14 @@
  * creates, reads and removes devices; the worker that holds a device's lease reports what the
  * network says through the transition methods here.
  */
+import { randomUUID } from 'node:crypto';
 import QRCode from 'qrcode';
 import type { Bus } from '../db/bus.js';
 import type { Database, Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Page } from './contacts.js';
-import { MAX_PAGE_SIZE } from './contacts.js';
+import { MAX_PAGE_SIZE, validatePhone } from './contacts.js';
 import { appendEventsSql } from './events.js';
 import { MessageQueue } from './message-queue.js';
 
@@ -28,6 +29,14 @@ export interface Device {
   disconnectedAt: Date | null;
   loggedOutAt: Date | null;
   removedAt: Date | null;
+}
+
+export interface DevicePairingCode {
+  /** The 8 characters to type on the phone (WhatsApp → Linked devices → Link with phone number instead). */
+  code: string;
+  phoneNumber: string;
+  /** About when the network stops accepting the code; request a new one after it. */
+  expiresAt: Date;
 }
 
 export interface DeviceQr {
@@ -70,11 +79,15 @@ const toDevice = (r: DeviceRow): Device => ({
 
 /** How long POST /devices and GET /devices/:id/qr wait for the worker to show the first code. */
 const QR_WAIT_MS = 5_000;
+/** How long POST /devices/:id/pairing-code waits for the worker holding the device to get a code from the network. */
+const PAIRING_WAIT_MS = 25_000;
 
 export class DeviceService {
   constructor(
     private readonly database: Database,
     private readonly bus: Bus,
+    /** Whether the network links devices by pairing code too (the sandbox does not). */
+    private readonly options: { pairingCodes?: boolean } = {},
   ) {}
 
   private async row(accountId: string, id: string): Promise<DeviceRow> {
@@ -169,6 +182,57 @@ export class DeviceService {
     return qr;
   }
 
+  /**
+   * The pairing-code alternative to scanning the QR code: asks the worker that holds the PENDING
+   * device for a code that the phone with `phoneNumber` accepts. The request goes through the
+   * database (device_pairing_codes) and the bus, so it works when the API and the worker are
+   * different processes.
+   */
+  async pairingCode(accountId: string, id: string, phoneNumber: string): Promise<DevicePairingCode> {
+    const phone = validatePhone(phoneNumber);
+    const row = await this.row(accountId, id);
+    if (row.removed_at) throw new AppError('NOT_FOUND', 'Device not found');
+    if (!this.options.pairingCodes) {
+      throw new AppError('CONFLICT', 'This network links devices by QR code only (pairing codes need NETWORK=whatsapp); use GET /devices/:id/qr');
+    }
+    if (row.status !== 'PENDING') {
+      throw new AppError('CONFLICT', `The device is ${row.status}; a pairing code is given only while it waits to be linked (PENDING)`, { status: row.status });
+    }
+    const requestId = randomUUID();
+    await this.database.query(
+      `INSERT INTO device_pairing_codes (device_id, request_id, phone_number) VALUES ($1, $2, $3)
+       ON CONFLICT (device_id) DO UPDATE SET request_id = EXCLUDED.request_id, phone_number = EXCLUDED.phone_number,
+              code = NULL, error = NULL, expires_at = NULL, requested_at = now()`,
+      [id, requestId, phone],
+    );
+    const deadline = Date.now() + PAIRING_WAIT_MS;
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.bus.subscribe('waygate_devices', (payload) => {
+      if (payload === `pairing:${id}`) wake?.();
+    });
+    try {
+      await this.bus.publish('waygate_devices', `pair:${id}`);
+      for (;;) {
+        const [answer] = await this.database.query<{ request_id: string; code: string | null; error: string | null; expires_at: Date | null }>(
+          'SELECT request_id, code, error, expires_at FROM device_pairing_codes WHERE device_id = $1',
+          [id],
+        );
+        if (!answer || answer.request_id !== requestId) throw new AppError('CONFLICT', 'A newer pairing-code request for this device replaced this one');
+        if (answer.code && answer.expires_at) return { code: answer.code, phoneNumber: phone, expiresAt: answer.expires_at };
+        if (answer.error) throw new AppError('CONFLICT', `No pairing code: ${answer.error}`);
+        if (Date.now() >= deadline) {
+          throw new AppError('SERVICE_UNAVAILABLE', 'No pairing code yet: no worker holding the device answered; check that a worker is running and can reach the network');
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, Math.min(500, Math.max(0, deadline - Date.now())));
+        });
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
   private async waitForQr(accountId: string, id: string, timeoutMs: number): Promise<DeviceQr | null> {
     const deadline = Date.now() + timeoutMs;
     let wake: (() => void) | undefined;
@@ -208,6 +272,8 @@ export class DeviceService {
     );
     if (!rows[0]) throw new AppError('NOT_FOUND', 'Device not found');
     await new MessageQueue(this.database, 'api', 1).failDevice(id, 'DEVICE_REMOVED', 'The device was removed before the message was sent');
+    // Its network credentials go too (the worker holding it also deletes them when it logs out).
+    await this.database.query('DELETE FROM whatsapp_auth WHERE device_id = $1', [id]);
     await this.bus.publish('waygate_devices', `logout:${id}`);
     return toDevice(rows[0]);
   }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
@@ -9,7 +10,9 @@ export function createSandboxWorld(config: Config, database: Database, bus: Bus)
   return new SandboxWorld(database, bus, config.sandboxReceiptMs);
 }
 
-export async function createNetwork(config: Config, database: Database, bus: Bus): Promise<Network> {
+export async function createNetwork(config: Config, database: Database, bus: Bus, log: Logger): Promise<Network> {
   if (config.network === 'sandbox') return new SandboxNetwork(createSandboxWorld(config, database, bus), bus, config.sandboxQrMs);
-  throw new Error('NETWORK=whatsapp is not available in this version yet; use NETWORK=sandbox');
+  // Loaded only here, so `baileys` (an optional dependency) is never imported with NETWORK=sandbox.
+  const { createWhatsAppNetwork } = await import('./whatsapp/create.js');
+  return createWhatsAppNetwork(config, database, bus, log);
 }

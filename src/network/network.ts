@@ -39,6 +39,15 @@ export interface Receipt {
 
 export type DisconnectReason = 'network' | 'logout' | 'replaced' | 'error';
 
+/** What the network says about an incoming media message (the media itself stays on the network). */
+export interface IncomingMedia {
+  mimeType: string;
+  fileName?: string | undefined;
+  sizeBytes?: number | undefined;
+  /** Duration of audio and video, in seconds. */
+  seconds?: number | undefined;
+}
+
 export type NetworkEvent =
   | { type: 'qr'; code: string; expiresAt: Date }
   | { type: 'connected'; phoneNumber: string }
@@ -51,6 +60,7 @@ export type NetworkEvent =
       messageType: MessageType;
       content: string;
       mediaUrl?: string | undefined;
+      media?: IncomingMedia | undefined;
       at: Date;
     }
   | { type: 'warning'; code: string; message: string };
@@ -69,6 +79,25 @@ export interface NetworkSession {
   logout(): Promise<void>;
   /** Stop the session without unlinking (lease lost, shutdown). */
   close(): Promise<void>;
+  /**
+   * Linking by pairing code instead of a QR scan (networks that support it): the 8-character
+   * code the user types on the phone that has `phoneNumber` (E.164 digits).
+   */
+  requestPairingCode?(phoneNumber: string): Promise<{ code: string; expiresAt: Date }>;
+  /** Limits on bulk traffic the dispatcher must respect for this device (a warm-up cap), if any. */
+  readonly bulkPolicy?: BulkPolicy | undefined;
+}
+
+/**
+ * A per-device cap on bulk messages (a newly linked number's warm-up). The dispatcher asks
+ * before claiming bulk messages and reports what it handed over; when nothing remains it leaves
+ * bulk messages QUEUED until `resumeAt` (direct sends are not capped).
+ */
+export interface BulkPolicy {
+  /** null: no cap now. */
+  allowance(): { remaining: number; resumeAt: Date } | null;
+  /** Bulk messages handed to the network. */
+  consumed(count: number): Promise<void>;
 }
 
 export interface DeviceInfo {

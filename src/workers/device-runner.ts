@@ -52,6 +52,11 @@ export class DeviceRunner {
     return this.options.device.id;
   }
 
+  /** Bulk traffic goes one message at a time: paced by BULK_DELAY_MS, or counted against the network's cap (warm-up). */
+  private get paced(): boolean {
+    return this.options.bulkDelayMs.max > 0 || Boolean(this.session?.bulkPolicy);
+  }
+
   async start(): Promise<void> {
     this.session = await this.options.network.openSession(this.options.device, { onEvent: (event) => this.onEvent(event) });
     // Unpaced traffic runs two claim loops, so one batch is written while the next is sent
@@ -157,8 +162,12 @@ export class DeviceRunner {
         await queue.storeIncoming(id, { ...event, type: event.messageType }, newId('msg'));
         return;
       case 'warning':
+        // A device.status event with the warning in lastError; a repeat of the same warning is not news.
         log.warn({ deviceId: id, code: event.code }, event.message);
-        await database.query('UPDATE devices SET last_error = $2, updated_at = now() WHERE id = $1', [id, `${event.code}: ${event.message}`]);
+        await this.setDevice('UPDATE devices SET last_error = $2, updated_at = now() WHERE id = $1 AND last_error IS DISTINCT FROM $2', [
+          id,
+          `${event.code}: ${event.message}`,
+        ]);
         return;
     }
   }
@@ -170,6 +179,11 @@ export class DeviceRunner {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       if (this.stopped || this.status !== 'DISCONNECTED') return;
+      // A worker that may have lost the lease does not reconnect (the new owner's session would be kicked off).
+      if (!this.options.leaseValid()) {
+        this.scheduleReconnect();
+        return;
+      }
       void this.session
         ?.reconnect()
         .catch((error: unknown) => this.options.log.warn({ err: error, deviceId: this.deviceId }, 'reconnect failed'))
@@ -196,8 +210,8 @@ export class DeviceRunner {
   }
 
   private async dispatchLoop(): Promise<void> {
-    const { queue, bulkDelayMs, batchSize, log } = this.options;
-    const paced = bulkDelayMs.max > 0;
+    const { queue, batchSize, log } = this.options;
+    const paced = this.paced;
     while (!this.stopped) {
       if (this.status !== 'CONNECTED' || !this.options.leaseValid()) {
         await this.sleep(MAX_IDLE_WAIT_MS);
@@ -216,9 +230,18 @@ export class DeviceRunner {
             await this.sleep(wait);
             continue;
           }
+          // Warm-up cap (network policy): when today's bulk allowance is used up, bulk messages stay QUEUED until it resets.
+          const allowance = this.session?.bulkPolicy?.allowance();
+          if (allowance && allowance.remaining <= 0) {
+            this.noteCapReached(allowance.resumeAt);
+            await this.sleep(Math.min(MAX_IDLE_WAIT_MS, allowance.resumeAt.getTime() - Date.now()));
+            continue;
+          }
           const bulk = await queue.claim(this.deviceId, 1, false);
           if (bulk.length > 0) {
             await this.sendBatch(bulk);
+            const bulkCount = bulk.filter((m) => m.priority > 0).length;
+            if (bulkCount > 0) await this.session?.bulkPolicy?.consumed(bulkCount);
             this.paceBulk();
             continue;
           }
@@ -230,6 +253,14 @@ export class DeviceRunner {
         await this.sleep(MAX_IDLE_WAIT_MS);
       }
     }
+  }
+
+  private capLoggedUntil = 0;
+
+  private noteCapReached(resumeAt: Date): void {
+    if (this.capLoggedUntil === resumeAt.getTime()) return;
+    this.capLoggedUntil = resumeAt.getTime();
+    this.options.log.info({ deviceId: this.deviceId, resumeAt }, 'daily bulk cap of the warm-up reached; bulk messages stay queued until it resets');
   }
 
   private paceBulk(): void {

@@ -34,7 +34,7 @@ export class WorkerRuntime {
   ) {}
 
   async start(): Promise<void> {
-    this.network = await createNetwork(this.config, this.database, this.bus);
+    this.network = await createNetwork(this.config, this.database, this.bus, this.log);
     this.http = new GuardedHttp(this.config.allowPrivateUrls);
     this.supervisor = new DeviceSupervisor(this.database, this.bus, this.network, this.http, this.config, this.log);
     this.fanout = new BulkFanout(this.database, this.bus, this.log);

@@ -26,6 +26,12 @@ const QrSchema = Type.Object({
   expiresAt: Timestamp,
 });
 
+const PairingCodeSchema = Type.Object({
+  code: Type.String({ description: 'The 8 characters to type on the phone: WhatsApp → Linked devices → Link a device → Link with phone number instead' }),
+  phoneNumber: Type.String({ description: 'The number the code was requested for (E.164 digits)' }),
+  expiresAt: Timestamp,
+});
+
 export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }> = async (app, { devices }) => {
   app.get(
     '/devices',
@@ -85,6 +91,31 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       },
     },
     async (request) => ({ success: true as const, data: await devices.qr(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/devices/:id/pairing-code',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['devices'],
+        summary: 'Link a PENDING device by pairing code instead of scanning the QR code (NETWORK=whatsapp)',
+        description:
+          'Asks the network for an 8-character code for the phone with `phoneNumber`; type it on that phone under Linked devices → ' +
+          'Link with phone number instead. The device becomes CONNECTED like after a QR scan. 409 when the device is not PENDING or the ' +
+          'network links by QR code only (sandbox); 503 when no worker holding the device answered in time.',
+        params: IdParams,
+        body: Type.Object(
+          { phoneNumber: Type.String({ minLength: 1, maxLength: 32, description: 'The phone\'s number; +, spaces, dashes, dots and parentheses are ignored' }) },
+          { additionalProperties: false },
+        ),
+        response: { 200: successData(PairingCodeSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'SERVICE_UNAVAILABLE') },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await devices.pairingCode(auth(request).accountId, request.params.id, request.body.phoneNumber),
+    }),
   );
 
   app.post(

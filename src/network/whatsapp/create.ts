@@ -1,0 +1,19 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { Bus } from '../../db/bus.js';
+import type { Database } from '../../db/client.js';
+import { baileysHelpers, baileysSocketFactory, loadBaileys } from './baileys.js';
+import { WhatsAppNetwork } from './whatsapp-network.js';
+
+export async function createWhatsAppNetwork(config: Config, database: Database, bus: Bus, log: Logger): Promise<WhatsAppNetwork> {
+  const baileys = await loadBaileys();
+  log.info({ endpoint: config.whatsapp.webSocketUrl, warmupDailyCaps: config.whatsapp.warmupDailyCaps, bulkDelayMs: config.bulkDelayMs }, 'WhatsApp network (Baileys) loaded');
+  return new WhatsAppNetwork({
+    database,
+    bus,
+    log,
+    config: config.whatsapp,
+    socketFactory: baileysSocketFactory(baileys, config.whatsapp, database),
+    helpers: baileysHelpers(baileys),
+  });
+}

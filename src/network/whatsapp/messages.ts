@@ -1,0 +1,235 @@
+/**
+ * Translations between Waygate's messages and Baileys' shapes: outgoing content, incoming
+ * messages, acknowledgement statuses, disconnect reasons and send errors. Pure functions, so
+ * they are tested on their own.
+ */
+import type { DisconnectReason, IncomingMedia, MessageType, OutgoingMessage, Receipt } from '../network.js';
+import type { BoomLike, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAReceiptUpdate } from './types.js';
+import { WADisconnect, WAStatus } from './types.js';
+
+export function outgoingContent(message: OutgoingMessage): WAOutgoingContent {
+  if (message.type === 'TEXT') return { text: message.content };
+  const media = message.media;
+  if (!media) throw new Error(`${message.type} message without media`);
+  const caption = message.content ? { caption: message.content } : {};
+  switch (message.type) {
+    case 'IMAGE':
+      return { image: media.data, mimetype: media.mimeType, ...caption };
+    case 'VIDEO':
+      return { video: media.data, mimetype: media.mimeType, ...caption };
+    case 'DOCUMENT':
+      return { document: media.data, mimetype: media.mimeType, fileName: media.fileName || defaultFileName(media.mimeType), ...caption };
+  }
+}
+
+const EXTENSIONS: Record<string, string> = {
+  'application/pdf': 'pdf',
+  'application/zip': 'zip',
+  'text/plain': 'txt',
+  'text/csv': 'csv',
+  'application/msword': 'doc',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
+  'application/vnd.ms-excel': 'xls',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
+};
+
+export function defaultFileName(mimeType: string): string {
+  const ext = EXTENSIONS[mimeType] ?? (/^[a-z]+\/([a-z0-9]+)$/.exec(mimeType)?.[1] ?? 'bin');
+  return `document.${ext}`;
+}
+
+function toNumber(value: number | { toNumber(): number } | string | null | undefined): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string') return Number.isFinite(Number(value)) ? Number(value) : undefined;
+  return value.toNumber();
+}
+
+/** The timestamp of a message or receipt (seconds since the epoch), or now. */
+export function timestampOf(value: number | { toNumber(): number } | string | null | undefined): Date {
+  const seconds = toNumber(value);
+  return seconds && seconds > 0 ? new Date(seconds * 1000) : new Date();
+}
+
+/** Wrappers WhatsApp puts around a message's content (disappearing, view once, document with caption). */
+function unwrap(content: WAMessageContent | null | undefined): WAMessageContent | undefined {
+  let current = content ?? undefined;
+  for (let depth = 0; current && depth < 5; depth++) {
+    const inner =
+      current.ephemeralMessage?.message ??
+      current.viewOnceMessage?.message ??
+      current.viewOnceMessageV2?.message ??
+      current.viewOnceMessageV2Extension?.message ??
+      current.documentWithCaptionMessage?.message;
+    if (!inner) break;
+    current = inner;
+  }
+  return current;
+}
+
+export interface ParsedIncoming {
+  messageType: MessageType;
+  content: string;
+  media?: IncomingMedia | undefined;
+}
+
+function mediaOf(fields: WAMediaFields, fallbackMime: string): IncomingMedia {
+  return {
+    mimeType: fields.mimetype || fallbackMime,
+    fileName: fields.fileName || undefined,
+    sizeBytes: toNumber(fields.fileLength),
+    seconds: fields.seconds ?? undefined,
+  };
+}
+
+/**
+ * What an incoming message says, in Waygate's types: text, or media metadata with its caption
+ * (audio and voice notes count as DOCUMENT, stickers as IMAGE). Undefined for what is not a
+ * message to store: reactions, revokes, edits, protocol and key-distribution messages, calls.
+ */
+export function parseIncomingContent(message: WAMessage): ParsedIncoming | undefined {
+  const content = unwrap(message.message);
+  if (!content) return undefined;
+  if (typeof content.conversation === 'string' && content.conversation.length > 0) return { messageType: 'TEXT', content: content.conversation };
+  if (content.extendedTextMessage?.text) return { messageType: 'TEXT', content: content.extendedTextMessage.text };
+  if (content.imageMessage) return { messageType: 'IMAGE', content: content.imageMessage.caption ?? '', media: mediaOf(content.imageMessage, 'image/jpeg') };
+  if (content.videoMessage) return { messageType: 'VIDEO', content: content.videoMessage.caption ?? '', media: mediaOf(content.videoMessage, 'video/mp4') };
+  if (content.documentMessage) {
+    return { messageType: 'DOCUMENT', content: content.documentMessage.caption ?? '', media: mediaOf(content.documentMessage, 'application/octet-stream') };
+  }
+  if (content.audioMessage) return { messageType: 'DOCUMENT', content: '', media: mediaOf(content.audioMessage, 'audio/ogg') };
+  if (content.stickerMessage) return { messageType: 'IMAGE', content: '', media: mediaOf(content.stickerMessage, 'image/webp') };
+  return undefined;
+}
+
+/** messages.update status → a receipt (DELIVERY_ACK → DELIVERED, READ/PLAYED → READ); other statuses are not receipts. */
+export function receiptStatus(status: number | null | undefined): Receipt['status'] | undefined {
+  if (status === WAStatus.DELIVERY_ACK) return 'DELIVERED';
+  if (status === WAStatus.READ || status === WAStatus.PLAYED) return 'READ';
+  return undefined;
+}
+
+/** message-receipt.update (per-recipient receipts, as Baileys reports them for groups) → receipts. */
+export function receiptsFromUserReceipt(update: WAReceiptUpdate): Receipt[] {
+  const id = update.key.id;
+  if (!id || update.key.fromMe === false) return [];
+  const { receiptTimestamp, readTimestamp, playedTimestamp } = update.receipt;
+  const receipts: Receipt[] = [];
+  if (receiptTimestamp) receipts.push({ networkMessageId: id, status: 'DELIVERED', at: timestampOf(receiptTimestamp) });
+  const read = readTimestamp ?? playedTimestamp;
+  if (read) receipts.push({ networkMessageId: id, status: 'READ', at: timestampOf(read) });
+  return receipts;
+}
+
+export function statusCodeOf(error: BoomLike | Error | undefined): number | undefined {
+  const boom = error as BoomLike | undefined;
+  return boom?.output?.statusCode;
+}
+
+export interface DisconnectDecision {
+  /** What to tell the runner; undefined: nothing (an expected restart). */
+  reason: DisconnectReason;
+  /** Restart the connection at once, without telling anyone (Baileys asks for it after pairing). */
+  restartNow: boolean;
+  /** Unlinked: forget the credentials. */
+  loggedOut: boolean;
+  message: string;
+  /** A warning code for device.status, when the close says something about the number. */
+  warning?: { code: string; message: string } | undefined;
+}
+
+/** Baileys' lastDisconnect → what the session does. */
+export function classifyDisconnect(error: BoomLike | Error | undefined): DisconnectDecision {
+  const code = statusCodeOf(error);
+  const detail = error?.message ? `: ${error.message}` : '';
+  switch (code) {
+    case WADisconnect.restartRequired:
+      return { reason: 'network', restartNow: true, loggedOut: false, message: 'WhatsApp asked for a restart of the connection (515)' };
+    case WADisconnect.loggedOut:
+      return { reason: 'logout', restartNow: false, loggedOut: true, message: `The device was unlinked from the phone (401${detail})` };
+    case WADisconnect.connectionReplaced:
+      return {
+        reason: 'replaced',
+        restartNow: false,
+        loggedOut: false,
+        message: 'Another session opened with this device\'s credentials (440); check that only one Waygate installation uses it',
+      };
+    case WADisconnect.forbidden:
+      return {
+        reason: 'error',
+        restartNow: false,
+        loggedOut: false,
+        message: `WhatsApp refused the connection (403${detail}); the number may be banned or restricted`,
+        warning: { code: 'NUMBER_RESTRICTED', message: 'WhatsApp refused the connection (403): the number may be banned or restricted; check the phone' },
+      };
+    case WADisconnect.multideviceMismatch:
+      return { reason: 'error', restartNow: false, loggedOut: false, message: `WhatsApp answered 411 (multi-device mismatch${detail}); update the WhatsApp app on the phone` };
+    case WADisconnect.badSession:
+      return { reason: 'error', restartNow: false, loggedOut: false, message: `The session is corrupt or WhatsApp failed (500${detail})` };
+    case WADisconnect.unavailableService:
+      return { reason: 'network', restartNow: false, loggedOut: false, message: `WhatsApp is unavailable (503${detail})` };
+    case WADisconnect.connectionLost:
+      return { reason: 'network', restartNow: false, loggedOut: false, message: `The connection to WhatsApp was lost or timed out (408${detail})` };
+    case WADisconnect.connectionClosed:
+      return { reason: 'network', restartNow: false, loggedOut: false, message: `The connection to WhatsApp closed (428${detail})` };
+    default:
+      return { reason: 'network', restartNow: false, loggedOut: false, message: `The connection to WhatsApp failed (${code ?? 'no status'}${detail})` };
+  }
+}
+
+export interface SendFailure {
+  ok: false;
+  permanent: boolean;
+  code: string;
+  message: string;
+  /** device.status warning to raise with it. */
+  warning?: { code: string; message: string } | undefined;
+}
+
+const RATE_LIMIT_WARNING = { code: 'RATE_LIMITED', message: 'WhatsApp is rate-limiting this number; slow down bulk traffic (BULK_DELAY_MS)' };
+const RESTRICTED_WARNING = {
+  code: 'NUMBER_RESTRICTED',
+  message: 'WhatsApp restricted this number from messaging (error 463); it may be temporary — pause bulk traffic and check the phone',
+};
+
+/** An error code in a server ack (`<ack error="…">`, or ERROR in messages.update) → the send's outcome. */
+export function classifyAckError(code: string | undefined): SendFailure {
+  switch (code) {
+    case '429':
+      return { ok: false, permanent: false, code: 'RATE_LIMITED', message: 'WhatsApp rate-limited the message (429)', warning: RATE_LIMIT_WARNING };
+    case '463':
+      return { ok: false, permanent: false, code: 'NUMBER_RESTRICTED', message: 'WhatsApp refused the message: the number is restricted (463)', warning: RESTRICTED_WARNING };
+    case '479':
+      return { ok: false, permanent: true, code: 'MESSAGE_REJECTED', message: 'WhatsApp rejected the message (479)' };
+    case '400':
+    case '404':
+      return { ok: false, permanent: true, code: 'MESSAGE_REJECTED', message: `WhatsApp rejected the message (${code})` };
+    default:
+      return { ok: false, permanent: false, code: 'NETWORK_ERROR', message: `WhatsApp answered the message with error ${code ?? 'unknown'}` };
+  }
+}
+
+/** An exception from sendMessage (a Boom, usually) → the send's outcome. */
+export function classifySendError(error: unknown): SendFailure {
+  const boom = error as BoomLike;
+  const status = boom?.output?.statusCode;
+  const data = typeof boom?.data === 'number' ? boom.data : undefined;
+  const text = String(boom?.message ?? error);
+  if (data === 429 || status === 429 || /rate-overlimit/i.test(text)) {
+    return { ok: false, permanent: false, code: 'RATE_LIMITED', message: 'WhatsApp rate-limited the message', warning: RATE_LIMIT_WARNING };
+  }
+  if (data === 463 || /\b463\b/.test(text)) return classifyAckError('463');
+  if (status === WADisconnect.connectionClosed || status === WADisconnect.connectionLost || /connection closed/i.test(text)) {
+    return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The connection to WhatsApp closed before the message was sent' };
+  }
+  if (/media upload failed/i.test(text) || /upload/i.test(text)) {
+    return { ok: false, permanent: false, code: 'MEDIA_UPLOAD_FAILED', message: 'Uploading the media to WhatsApp failed' };
+  }
+  if (data === 406 || status === 406 || /not-acceptable|invalid media/i.test(text)) {
+    return { ok: false, permanent: true, code: 'MEDIA_REJECTED', message: 'WhatsApp rejected the media' };
+  }
+  if (data === 400 || data === 404 || /item-not-found|bad-request/i.test(text)) {
+    return { ok: false, permanent: true, code: 'MESSAGE_REJECTED', message: `WhatsApp rejected the message (${data ?? status ?? 'bad request'})` };
+  }
+  return { ok: false, permanent: false, code: 'NETWORK_ERROR', message: `Sending through WhatsApp failed: ${text.slice(0, 200)}` };
+}

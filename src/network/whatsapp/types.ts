@@ -1,0 +1,182 @@
+/**
+ * The part of Baileys the adapter uses, as structural types: the real socket satisfies them,
+ * and so does the fake the tests drive (test/whatsapp/fake-socket.ts). Shapes follow Baileys
+ * 6.x (lib/Types/*.d.ts); fields the adapter does not read are left out.
+ */
+import type { Logger } from 'pino';
+
+/** proto.WebMessageInfo.Status */
+export const WAStatus = { ERROR: 0, PENDING: 1, SERVER_ACK: 2, DELIVERY_ACK: 3, READ: 4, PLAYED: 5 } as const;
+
+/** Baileys' DisconnectReason (lastDisconnect.error.output.statusCode). */
+export const WADisconnect = {
+  connectionClosed: 428,
+  connectionLost: 408,
+  timedOut: 408,
+  connectionReplaced: 440,
+  loggedOut: 401,
+  badSession: 500,
+  restartRequired: 515,
+  multideviceMismatch: 411,
+  forbidden: 403,
+  unavailableService: 503,
+} as const;
+
+export interface WAMessageKey {
+  remoteJid?: string | null;
+  fromMe?: boolean | null;
+  id?: string | null;
+  participant?: string | null;
+  /** Newer Baileys versions: the phone-number JID behind a @lid sender, when the network sends it. */
+  senderPn?: string | null;
+  participantPn?: string | null;
+  remoteJidAlt?: string | null;
+  participantAlt?: string | null;
+}
+
+export interface WAMediaFields {
+  mimetype?: string | null;
+  fileName?: string | null;
+  fileLength?: number | { toNumber(): number } | string | null;
+  seconds?: number | null;
+  caption?: string | null;
+  url?: string | null;
+}
+
+export interface WAMessageContent {
+  conversation?: string | null;
+  extendedTextMessage?: { text?: string | null } | null;
+  imageMessage?: WAMediaFields | null;
+  videoMessage?: WAMediaFields | null;
+  documentMessage?: WAMediaFields | null;
+  audioMessage?: WAMediaFields | null;
+  stickerMessage?: WAMediaFields | null;
+  documentWithCaptionMessage?: { message?: WAMessageContent | null } | null;
+  ephemeralMessage?: { message?: WAMessageContent | null } | null;
+  viewOnceMessage?: { message?: WAMessageContent | null } | null;
+  viewOnceMessageV2?: { message?: WAMessageContent | null } | null;
+  viewOnceMessageV2Extension?: { message?: WAMessageContent | null } | null;
+  protocolMessage?: unknown;
+  reactionMessage?: unknown;
+  senderKeyDistributionMessage?: unknown;
+  [other: string]: unknown;
+}
+
+export interface WAMessage {
+  key: WAMessageKey;
+  message?: WAMessageContent | null;
+  messageTimestamp?: number | { toNumber(): number } | string | null;
+  messageStubType?: number | null;
+  messageStubParameters?: string[] | null;
+  status?: number | null;
+  pushName?: string | null;
+}
+
+export interface WAMessageUpdate {
+  key: WAMessageKey;
+  update: { status?: number | null; messageStubParameters?: string[] | null };
+}
+
+export interface WAReceiptUpdate {
+  key: WAMessageKey;
+  receipt: {
+    userJid?: string | null;
+    receiptTimestamp?: number | { toNumber(): number } | null;
+    readTimestamp?: number | { toNumber(): number } | null;
+    playedTimestamp?: number | { toNumber(): number } | null;
+  };
+}
+
+/** The error Baileys puts in lastDisconnect: a Boom. */
+export interface BoomLike extends Error {
+  output?: { statusCode?: number; payload?: { error?: string; message?: string } };
+  data?: unknown;
+  isBoom?: boolean;
+}
+
+export interface WAConnectionUpdate {
+  connection?: 'open' | 'connecting' | 'close';
+  lastDisconnect?: { error: BoomLike | Error | undefined; date: Date };
+  qr?: string;
+  isNewLogin?: boolean;
+  receivedPendingNotifications?: boolean;
+}
+
+export interface WAContact {
+  id: string;
+  lid?: string;
+}
+
+export interface WAEventMap {
+  'connection.update': WAConnectionUpdate;
+  'creds.update': Record<string, unknown>;
+  'messages.upsert': { messages: WAMessage[]; type: 'notify' | 'append'; requestId?: string };
+  'messages.update': WAMessageUpdate[];
+  'message-receipt.update': WAReceiptUpdate[];
+  'chats.phoneNumberShare': { lid: string; jid: string };
+  'contacts.upsert': WAContact[];
+  'contacts.update': Partial<WAContact>[];
+}
+
+export type WAEventName = keyof WAEventMap;
+
+export interface WAEventEmitter {
+  on<E extends WAEventName>(event: E, listener: (arg: WAEventMap[E]) => void): void;
+  off<E extends WAEventName>(event: E, listener: (arg: WAEventMap[E]) => void): void;
+}
+
+/** A node of WhatsApp's binary protocol (only `attrs` is read: the server's message acks). */
+export interface WABinaryNode {
+  tag: string;
+  attrs: Record<string, string>;
+}
+
+export interface WAWebSocketLike {
+  on(event: 'CB:ack,class:message', listener: (node: WABinaryNode) => void): void;
+  off(event: 'CB:ack,class:message', listener: (node: WABinaryNode) => void): void;
+}
+
+export type WAOutgoingContent =
+  | { text: string }
+  | { image: Buffer; caption?: string; mimetype?: string }
+  | { video: Buffer; caption?: string; mimetype?: string }
+  | { document: Buffer; mimetype: string; fileName?: string; caption?: string };
+
+export interface WASocketLike {
+  ev: WAEventEmitter;
+  /** The socket's websocket: server acks of sent messages arrive on it as `CB:ack,class:message`. */
+  ws?: WAWebSocketLike;
+  readonly user?: { id: string; lid?: string | undefined; name?: string | undefined } | undefined;
+  sendMessage(jid: string, content: WAOutgoingContent, options: { messageId: string }): Promise<WAMessage | undefined>;
+  requestPairingCode(phoneNumber: string): Promise<string>;
+  onWhatsApp?(...jids: string[]): Promise<{ exists: boolean; jid: string }[] | undefined>;
+  logout(message?: string): Promise<void>;
+  end(error: Error | undefined): void;
+}
+
+/** Baileys' auth state: credentials plus the signal key store. */
+export interface AuthState {
+  creds: Record<string, unknown> & { me?: { id: string; lid?: string; name?: string } | undefined; account?: unknown };
+  keys: {
+    get(type: string, ids: string[]): Promise<Record<string, unknown>>;
+    set(data: Record<string, Record<string, unknown>>): Promise<void>;
+    clear?(): Promise<void>;
+  };
+}
+
+/** What the adapter needs from the baileys package besides the socket (real one, or the test's). */
+export interface BaileysHelpers {
+  initAuthCreds(): Record<string, unknown>;
+  BufferJSON: { replacer(key: string, value: unknown): unknown; reviver(key: string, value: unknown): unknown };
+  /** proto.Message.AppStateSyncKeyData.fromObject: app-state-sync-key values are revived as protobuf objects. */
+  appStateSyncKeyFromObject(value: unknown): unknown;
+}
+
+export interface SocketOptions {
+  deviceId: string;
+  auth: AuthState;
+  /** For Baileys' own logs (already at WHATSAPP_LOG_LEVEL). */
+  logger: Logger;
+}
+
+export type SocketFactory = (options: SocketOptions) => WASocketLike;

@@ -1,0 +1,84 @@
+/**
+ * Warm-up of a newly linked number: WhatsApp bans numbers that start sending in bulk right after
+ * they appear, so a device may send at most caps[0] bulk messages in its first day, caps[1] in
+ * its second, and so on (a day is 24 h counted from when the number was first linked on this
+ * device); after the last entry there is no cap. Direct sends are never capped. The count lives
+ * in whatsapp_devices, so a worker that takes the device over continues it.
+ */
+import type { Database } from '../../db/client.js';
+import type { BulkPolicy } from '../network.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export class WarmupPolicy implements BulkPolicy {
+  private firstLinkedAt: Date | null = null;
+  private day = 0;
+  private sent = 0;
+
+  constructor(
+    private readonly database: Database,
+    private readonly deviceId: string,
+    private readonly caps: number[],
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async load(): Promise<void> {
+    const [row] = await this.database.query<{ first_linked_at: Date | null; warmup_day: number; warmup_sent: number }>(
+      'SELECT first_linked_at, warmup_day, warmup_sent FROM whatsapp_devices WHERE device_id = $1',
+      [this.deviceId],
+    );
+    if (!row) return;
+    this.firstLinkedAt = row.first_linked_at;
+    this.day = row.warmup_day;
+    this.sent = row.warmup_sent;
+  }
+
+  /** The device is linked as `phoneNumber`: a number seen for the first time (or a different one) starts its warm-up. */
+  async linked(phoneNumber: string): Promise<void> {
+    const [row] = await this.database.query<{ first_linked_at: Date; warmup_day: number; warmup_sent: number }>(
+      `INSERT INTO whatsapp_devices (device_id, phone_number, first_linked_at) VALUES ($1, $2, now())
+       ON CONFLICT (device_id) DO UPDATE SET
+         first_linked_at = CASE WHEN whatsapp_devices.phone_number IS DISTINCT FROM EXCLUDED.phone_number OR whatsapp_devices.first_linked_at IS NULL
+                                THEN now() ELSE whatsapp_devices.first_linked_at END,
+         warmup_day = CASE WHEN whatsapp_devices.phone_number IS DISTINCT FROM EXCLUDED.phone_number THEN 0 ELSE whatsapp_devices.warmup_day END,
+         warmup_sent = CASE WHEN whatsapp_devices.phone_number IS DISTINCT FROM EXCLUDED.phone_number THEN 0 ELSE whatsapp_devices.warmup_sent END,
+         phone_number = EXCLUDED.phone_number, updated_at = now()
+       RETURNING first_linked_at, warmup_day, warmup_sent`,
+      [this.deviceId, phoneNumber],
+    );
+    if (row) {
+      this.firstLinkedAt = row.first_linked_at;
+      this.day = row.warmup_day;
+      this.sent = row.warmup_sent;
+    }
+  }
+
+  /** The current warm-up day (0-based) and its cap; undefined once the warm-up is over (or before the first link). */
+  private current(): { day: number; cap: number; resumeAt: Date } | undefined {
+    if (!this.firstLinkedAt || this.caps.length === 0) return undefined;
+    const start = this.firstLinkedAt.getTime();
+    const day = Math.max(0, Math.floor((this.now() - start) / DAY_MS));
+    if (day >= this.caps.length) return undefined;
+    if (day !== this.day) {
+      this.day = day;
+      this.sent = 0;
+    }
+    return { day, cap: this.caps[day]!, resumeAt: new Date(start + (day + 1) * DAY_MS) };
+  }
+
+  allowance(): { remaining: number; resumeAt: Date } | null {
+    const current = this.current();
+    if (!current) return null;
+    return { remaining: Math.max(0, current.cap - this.sent), resumeAt: current.resumeAt };
+  }
+
+  async consumed(count: number): Promise<void> {
+    if (count <= 0 || !this.current()) return;
+    this.sent += count;
+    await this.database.query('UPDATE whatsapp_devices SET warmup_day = $2, warmup_sent = $3, updated_at = now() WHERE device_id = $1', [
+      this.deviceId,
+      this.day,
+      this.sent,
+    ]);
+  }
+}

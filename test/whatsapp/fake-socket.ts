@@ -1,0 +1,181 @@
+/**
+ * A fake of Baileys' socket for the adapter tests: the same event names and payload shapes as
+ * Baileys 6.x emits them (connection.update with qr / connection / lastDisconnect carrying a
+ * Boom-like error with output.statusCode, creds.update, messages.upsert, messages.update,
+ * message-receipt.update, chats.phoneNumberShare), the websocket's `CB:ack,class:message`, and
+ * sendMessage / requestPairingCode / onWhatsApp / logout / end. No network.
+ */
+import { EventEmitter } from 'node:events';
+import type {
+  AuthState,
+  SocketFactory,
+  SocketOptions,
+  WABinaryNode,
+  WAEventMap,
+  WAEventName,
+  WAMessage,
+  WAOutgoingContent,
+  WASocketLike,
+} from '../../src/network/whatsapp/types.js';
+
+export function boom(statusCode: number | undefined, message: string): Error {
+  return Object.assign(new Error(message), { isBoom: true, output: { statusCode, payload: { message } } });
+}
+
+export interface SentMessage {
+  jid: string;
+  content: WAOutgoingContent;
+  options: { messageId: string };
+}
+
+/** What a socket does with a message handed to sendMessage. */
+export type AckBehaviour = { kind: 'server-ack' } | { kind: 'error-ack'; error: string } | { kind: 'none' } | { kind: 'throw'; error: Error };
+
+export class FakeSocket implements WASocketLike {
+  readonly ev: EventEmitterEv;
+  readonly ws = new EventEmitter() as EventEmitter & WASocketLike['ws'];
+  readonly auth: AuthState;
+  user: { id: string; lid?: string } | undefined;
+  readonly sent: SentMessage[] = [];
+  readonly pairingRequests: string[] = [];
+  notOnWhatsApp = new Set<string>();
+  ack: AckBehaviour = { kind: 'server-ack' };
+  ended = false;
+  endError: Error | undefined;
+  loggedOut = false;
+
+  constructor(
+    readonly index: number,
+    options: SocketOptions,
+  ) {
+    this.ev = new EventEmitterEv();
+    this.auth = options.auth;
+    this.user = options.auth.creds.me as FakeSocket['user'];
+  }
+
+  emit<E extends WAEventName>(event: E, arg: WAEventMap[E]): void {
+    this.ev.emit(event, arg);
+  }
+
+  // ---- what the network does, as Baileys reports it ----
+
+  /** A QR code (Baileys: ref,noiseKey,identityKey,advSecret). */
+  showQr(ref = `ref-${this.index}-${Math.random().toString(36).slice(2, 8)}`): string {
+    const qr = `${ref},noise,identity,adv`;
+    this.emit('connection.update', { qr });
+    return qr;
+  }
+
+  /** The phone scanned the code: pair-success, then WhatsApp asks for a restart (515). */
+  pairSuccess(phoneNumber: string): void {
+    const me = { id: `${phoneNumber}:7@s.whatsapp.net`, lid: `99${phoneNumber}:7@lid`, name: '~' };
+    this.auth.creds.me = me;
+    this.emit('creds.update', { me, account: { details: Buffer.from('adv-details'), accountSignatureKey: Buffer.alloc(32, 1) }, platform: 'android' });
+    this.emit('connection.update', { isNewLogin: true, qr: undefined });
+    this.close(515, 'Stream Errored (restart required)');
+  }
+
+  open(): void {
+    this.user = this.auth.creds.me as FakeSocket['user'];
+    this.emit('connection.update', { connection: 'open' });
+  }
+
+  close(statusCode: number | undefined, message = 'Connection Failure'): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.emit('connection.update', { connection: 'close', lastDisconnect: { error: boom(statusCode, message), date: new Date() } });
+  }
+
+  serverAck(id: string, error?: string): void {
+    const node: WABinaryNode = { tag: 'ack', attrs: { class: 'message', id, from: 'x@s.whatsapp.net', ...(error ? { error } : {}) } };
+    this.ws.emit('CB:ack,class:message', node);
+  }
+
+  statusUpdate(id: string, status: number, remoteJid = '6281200000001@s.whatsapp.net', stub?: string[]): void {
+    this.emit('messages.update', [{ key: { remoteJid, id, fromMe: true }, update: { status, ...(stub ? { messageStubParameters: stub } : {}) } }]);
+  }
+
+  incoming(messages: WAMessage[], type: 'notify' | 'append' = 'notify'): void {
+    this.emit('messages.upsert', { messages, type });
+  }
+
+  // ---- the socket's API ----
+
+  async sendMessage(jid: string, content: WAOutgoingContent, options: { messageId: string }): Promise<WAMessage | undefined> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    const behaviour = this.ack;
+    if (behaviour.kind === 'throw') throw behaviour.error;
+    this.sent.push({ jid, content, options });
+    if (behaviour.kind === 'server-ack') setImmediate(() => this.serverAck(options.messageId));
+    if (behaviour.kind === 'error-ack') setImmediate(() => this.serverAck(options.messageId, behaviour.error));
+    return { key: { remoteJid: jid, fromMe: true, id: options.messageId }, status: 1 };
+  }
+
+  async requestPairingCode(phoneNumber: string): Promise<string> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.pairingRequests.push(phoneNumber);
+    // Baileys sets creds.me to the number before pairing.
+    this.auth.creds.me = { id: `${phoneNumber}@s.whatsapp.net`, name: '~' };
+    this.emit('creds.update', { me: this.auth.creds.me, pairingCode: 'ABCD1234' });
+    return 'ABCD1234';
+  }
+
+  async onWhatsApp(...jids: string[]): Promise<{ exists: boolean; jid: string }[]> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    return jids.map((jid) => ({ jid, exists: !this.notOnWhatsApp.has(jid.split('@')[0]!) }));
+  }
+
+  async logout(): Promise<void> {
+    this.loggedOut = true;
+    this.end(boom(401, 'Intentional Logout'));
+  }
+
+  end(error: Error | undefined): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.endError = error;
+    this.emit('connection.update', { connection: 'close', lastDisconnect: { error, date: new Date() } });
+  }
+}
+
+/** Baileys' event emitter (on / off by event name). */
+export class EventEmitterEv extends EventEmitter {}
+
+/**
+ * Makes fake sockets and keeps them, newest last. `script` runs on each new socket right after
+ * it is made (as Baileys connects on a later tick), e.g. show a QR code, open, or fail.
+ */
+export class FakeBaileys {
+  readonly sockets: FakeSocket[] = [];
+  script: (socket: FakeSocket) => void = (socket) => socket.showQr();
+  private waiters: ((socket: FakeSocket) => void)[] = [];
+
+  readonly factory: SocketFactory = (options) => {
+    const socket = new FakeSocket(this.sockets.length, options);
+    this.sockets.push(socket);
+    setImmediate(() => {
+      if (socket.ended) return;
+      this.script(socket);
+      for (const wake of this.waiters.splice(0)) wake(socket);
+    });
+    return socket;
+  };
+
+  get last(): FakeSocket {
+    const socket = this.sockets.at(-1);
+    if (!socket) throw new Error('no socket yet');
+    return socket;
+  }
+
+  /** Waits until there are `count` sockets (and the newest one's script ran). */
+  async waitForSockets(count: number, timeoutMs = 5_000): Promise<FakeSocket> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.sockets.length < count || this.sockets.length === 0) {
+      if (Date.now() > deadline) throw new Error(`expected ${count} sockets, have ${this.sockets.length}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.sockets[count - 1]!;
+  }
+}

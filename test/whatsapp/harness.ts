@@ -1,0 +1,98 @@
+/**
+ * Drives a WhatsAppNetwork session through the fake socket, against a real test database (the
+ * auth state, warm-up and LID tables are real), recording the events the session reports and
+ * every log line it writes.
+ */
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { loadConfig, type WhatsAppConfig } from '../../src/config.js';
+import { newId } from '../../src/ids.js';
+import type { DeviceInfo, NetworkEvent } from '../../src/network/network.js';
+import { baileysHelpers, loadBaileys } from '../../src/network/whatsapp/baileys.js';
+import type { BaileysHelpers } from '../../src/network/whatsapp/types.js';
+import { WhatsAppNetwork, type WhatsAppSession } from '../../src/network/whatsapp/whatsapp-network.js';
+import type { TestContext } from '../helpers.js';
+import { FakeBaileys } from './fake-socket.js';
+
+let helpers: BaileysHelpers | undefined;
+/** The real BufferJSON / initAuthCreds / proto of the installed baileys package (no socket is made from it). */
+export async function realHelpers(): Promise<BaileysHelpers> {
+  helpers ??= baileysHelpers(await loadBaileys());
+  return helpers;
+}
+
+export async function insertDevice(ctx: TestContext, accountId: string, status: DeviceInfo['status'] = 'PENDING', phoneNumber: string | null = null): Promise<DeviceInfo> {
+  const id = newId('dev');
+  await ctx.database.query(`INSERT INTO devices (id, account_id, name, status, phone_number) VALUES ($1, $2, 'phone', $3, $4)`, [id, accountId, status, phoneNumber]);
+  return { id, accountId, phoneNumber, status };
+}
+
+export interface Harness {
+  fake: FakeBaileys;
+  network: WhatsAppNetwork;
+  events: NetworkEvent[];
+  logs: string[];
+  /** Resolves each onEvent only when the test lets it (see `hold`). */
+  hold(on: boolean): void;
+  release(): void;
+  open(device: DeviceInfo): Promise<WhatsAppSession>;
+  close(): Promise<void>;
+}
+
+export function whatsappConfig(overrides: Partial<WhatsAppConfig> = {}): WhatsAppConfig {
+  return { ...loadConfig({ NETWORK: 'whatsapp' }).whatsapp, ...overrides };
+}
+
+export async function createHarness(ctx: TestContext, config: Partial<WhatsAppConfig> = {}, linkingBackoffMs = [40, 80, 160, 320]): Promise<Harness> {
+  const fake = new FakeBaileys();
+  const events: NetworkEvent[] = [];
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logs.push(chunk.toString());
+      callback();
+    },
+  });
+  const log = pino({ level: 'debug' }, stream);
+  const network = new WhatsAppNetwork({
+    database: ctx.database,
+    bus: ctx.services.bus,
+    log,
+    config: whatsappConfig({ warmupDailyCaps: [], ackTimeoutMs: 2_000, connectTimeoutMs: 2_000, ...config }),
+    socketFactory: fake.factory,
+    helpers: await realHelpers(),
+    linkingBackoffMs,
+  });
+  let holding = false;
+  let released: (() => void)[] = [];
+  return {
+    fake,
+    network,
+    events,
+    logs,
+    hold(on) {
+      holding = on;
+    },
+    release() {
+      for (const resolve of released.splice(0)) resolve();
+    },
+    async open(device) {
+      return (await network.openSession(device, {
+        onEvent: async (event) => {
+          events.push(event);
+          if (holding) await new Promise<void>((resolve) => released.push(resolve));
+        },
+      })) as WhatsAppSession;
+    },
+    async close() {
+      holding = false;
+      for (const resolve of released.splice(0)) resolve();
+      released = [];
+      await network.close();
+    },
+  };
+}
+
+export function eventsOf<T extends NetworkEvent['type']>(events: NetworkEvent[], type: T): Extract<NetworkEvent, { type: T }>[] {
+  return events.filter((event): event is Extract<NetworkEvent, { type: T }> => event.type === type);
+}
