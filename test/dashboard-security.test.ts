@@ -247,6 +247,52 @@ describe("another account's ids", () => {
   });
 });
 
+describe('the live stream', () => {
+  it("carries the session account's device changes, never another account's", async () => {
+    const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    const mine = await createTenant(ctx);
+    const other = await createTenant(ctx);
+    const session = await login(mine.email);
+    const device = async (accountId: string, name: string): Promise<string> => {
+      const id = `dev_${randomPhone()}`;
+      await ctx.database.query('INSERT INTO devices (id, account_id, name) VALUES ($1, $2, $3)', [id, accountId, name]);
+      return id;
+    };
+    const myDevice = await device(mine.accountId, 'Mine');
+    const theirDevice = await device(other.accountId, 'Theirs');
+
+    const abort = new AbortController();
+    const response = await fetch(`${address}/dashboard/api/stream`, { headers: { cookie: session.cookie }, signal: abort.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    const readUntil = async (pattern: RegExp): Promise<void> => {
+      const deadline = Date.now() + 10_000;
+      while (!pattern.test(text)) {
+        if (Date.now() > deadline) throw new Error(`no ${pattern} in the stream: ${text}`);
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended: ${text}`);
+        text += value;
+      }
+    };
+    try {
+      await readUntil(/event: ready/);
+      // The other account's change first: if it were sent, it would come before ours.
+      await ctx.services.bus.publish('waygate_devices', `status:${theirDevice}`);
+      await ctx.services.bus.publish('waygate_devices', `status:${myDevice}`);
+      await readUntil(new RegExp(`event: device\\ndata: .*"${myDevice}"`));
+      expect(text).not.toContain(theirDevice);
+      expect(text).not.toContain('Theirs');
+      const event = JSON.parse(/event: device\ndata: (.*)\n/.exec(text)![1]!) as { kind: string; device: { id: string; name: string; status: string } };
+      expect(event).toMatchObject({ kind: 'status', device: { id: myDevice, name: 'Mine', status: 'PENDING' } });
+    } finally {
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+    }
+  });
+});
+
 describe('log-in', () => {
   it('says the same for an unknown email and a wrong password', async () => {
     const tenant = await createTenant(ctx);

@@ -25,11 +25,23 @@ export function chromiumAvailable(): boolean {
   return fs.existsSync(CHROMIUM_PATH);
 }
 
-/** Builds dashboard/dist with Vite unless a build is already there. */
+/**
+ * Builds dashboard/dist with Vite unless a build is already there. The build goes to a folder of
+ * its own and is renamed into place, so a server reading dashboard/dist meanwhile never sees half
+ * a build.
+ */
 export async function ensureDashboardBuilt(): Promise<void> {
   if (fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return;
   const { build } = await import('vite');
-  await build({ configFile: path.join(REPO_ROOT, 'dashboard/vite.config.ts'), logLevel: 'warn' });
+  // Inside node_modules/.cache: ignored by git and lint, and on the same disk, so rename works.
+  const staging = path.join(REPO_ROOT, 'node_modules/.cache', `waygate-dashboard-${process.pid}`);
+  await build({ configFile: path.join(REPO_ROOT, 'dashboard/vite.config.ts'), logLevel: 'warn', build: { outDir: staging, emptyOutDir: true } });
+  if (fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    return;
+  }
+  fs.rmSync(DASHBOARD_DIST, { recursive: true, force: true });
+  fs.renameSync(staging, DASHBOARD_DIST);
 }
 
 export interface DashboardServer {
