@@ -14,6 +14,7 @@ function tokenState(token: Token): string {
 
 export function ApiAccessPage() {
   const client = useQueryClient();
+  const allScopes = useSession().data?.tokenScopes.length ?? 0;
   const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => api<{ data: Token[] }>('/tokens') });
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<{ token: string; name: string } | null>(null);
@@ -77,7 +78,7 @@ export function ApiAccessPage() {
                       {token.prefix}…{token.last4}
                     </code>
                   </td>
-                  <td className="small">{token.scopes.length === 14 ? 'All' : token.scopes.join(', ')}</td>
+                  <td className="small">{token.scopes.length === allScopes ? 'All' : token.scopes.join(', ')}</td>
                   <td>
                     <Time value={token.createdAt} />
                   </td>

@@ -127,7 +127,7 @@ function GroupDetail({ groupId }: { groupId: string }) {
               Rename
             </button>
           ) : null}
-          <Link className="button secondary small" to="/send">
+          <Link className="button secondary small" to={`/send?groupId=${encodeURIComponent(groupId)}`}>
             Send to group
           </Link>
           <ConfirmButton

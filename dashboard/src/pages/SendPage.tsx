@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { Link } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { api, ApiError } from '../api';
 import type { Device, Group, Page, SendResult } from '../types';
 import { ErrorBox, Field, formatPhone, Notice, PageHeader, StatusBadge } from '../ui';
@@ -20,7 +20,9 @@ export function SendPage() {
   const [content, setContent] = useState('');
   const [mediaUrl, setMediaUrl] = useState('');
   const [numbers, setNumbers] = useState('');
-  const [groupIds, setGroupIds] = useState<string[]>([]);
+  // "Send to group" on the Groups page arrives with ?groupId=….
+  const [params] = useSearchParams();
+  const [groupIds, setGroupIds] = useState<string[]>(() => params.getAll('groupId'));
   const [deviceId, setDeviceId] = useState('');
   const [when, setWhen] = useState<'now' | 'later'>('now');
   const [scheduledAt, setScheduledAt] = useState('');
