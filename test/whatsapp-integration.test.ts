@@ -118,7 +118,7 @@ describe('NETWORK=whatsapp through the API', () => {
     const message = json<{ message: { id: string; status: string } }>(response).message;
     expect(message.status).toBe('SENT');
     const handed = socket.sent.find((s) => s.jid === '6281200000011@s.whatsapp.net')!;
-    expect(handed.content).toEqual({ text: 'your order shipped' });
+    expect(handed.content).toEqual({ text: 'your order shipped', linkPreview: null });
     const [row] = await ctx.database.query<{ network_message_id: string }>('SELECT network_message_id FROM messages WHERE id = $1', [message.id]);
     expect(handed.options.messageId).toBe(row!.network_message_id);
 

@@ -264,7 +264,7 @@ describe('sending', () => {
     const { deviceId, socket } = await linked(h);
     const session = h.network.sessionOf(deviceId)!;
     await expect(session.send(text('WG01TEXT'))).resolves.toEqual({ ok: true });
-    expect(socket.sent[0]).toEqual({ jid: '6281200000001@s.whatsapp.net', content: { text: 'hello there' }, options: { messageId: 'WG01TEXT' } });
+    expect(socket.sent[0]).toEqual({ jid: '6281200000001@s.whatsapp.net', content: { text: 'hello there', linkPreview: null }, options: { messageId: 'WG01TEXT' } });
     // A resend (after a crash) carries the same id, so WhatsApp de-duplicates it.
     await expect(session.send(text('WG01TEXT'))).resolves.toEqual({ ok: true });
     expect(socket.sent[1]!.options.messageId).toBe('WG01TEXT');

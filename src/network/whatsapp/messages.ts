@@ -8,7 +8,8 @@ import type { BoomLike, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingCo
 import { WADisconnect, WAStatus } from './types.js';
 
 export function outgoingContent(message: OutgoingMessage): WAOutgoingContent {
-  if (message.type === 'TEXT') return { text: message.content };
+  // No link preview: Baileys would fetch URLs in the text itself, outside the SSRF guard.
+  if (message.type === 'TEXT') return { text: message.content, linkPreview: null };
   const media = message.media;
   if (!media) throw new Error(`${message.type} message without media`);
   const caption = message.content ? { caption: message.content } : {};

@@ -137,7 +137,8 @@ export interface WAWebSocketLike {
 }
 
 export type WAOutgoingContent =
-  | { text: string }
+  /** linkPreview null: Baileys does not fetch URLs found in the text (that fetch would bypass the SSRF guard). */
+  | { text: string; linkPreview: null }
   | { image: Buffer; caption?: string; mimetype?: string }
   | { video: Buffer; caption?: string; mimetype?: string }
   | { document: Buffer; mimetype: string; fileName?: string; caption?: string };
