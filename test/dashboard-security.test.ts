@@ -60,7 +60,7 @@ describe('sign-up', () => {
   // These run first, on this file's fresh database, before any other test creates a user.
   it('is open to the first user of a fresh install, who gets an unlimited account and a session cookie', async () => {
     const state = await ctx.app.inject({ method: 'GET', url: '/dashboard/api/session' });
-    expect(state.json()).toMatchObject({ authenticated: false, signupOpen: true, network: 'sandbox', csrfToken: null });
+    expect(state.json()).toMatchObject({ authenticated: false, signupOpen: true, freshInstall: true, network: 'sandbox', csrfToken: null });
 
     const response = await ctx.app.inject({ method: 'POST', url: '/dashboard/api/signup', payload: { email: 'Owner@Example.test', password: 'a long password' } });
     expect(response.statusCode, response.body).toBe(201);
@@ -78,7 +78,7 @@ describe('sign-up', () => {
 
   it('is closed once a user exists', async () => {
     const state = await ctx.app.inject({ method: 'GET', url: '/dashboard/api/session' });
-    expect(state.json().signupOpen).toBe(false);
+    expect(state.json()).toMatchObject({ signupOpen: false, freshInstall: false });
     const response = await ctx.app.inject({ method: 'POST', url: '/dashboard/api/signup', payload: { email: 'second@example.test', password: 'a long password' } });
     expectError(response, 403, 'FORBIDDEN');
   });

@@ -13,6 +13,7 @@ export interface One<T> {
 export interface SessionState {
   authenticated: boolean;
   signupOpen: boolean;
+  freshInstall: boolean;
   network: string;
   tokenScopes: string[];
   user: { email: string; accountId: string } | null;

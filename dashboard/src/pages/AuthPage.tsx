@@ -47,7 +47,13 @@ export function AuthPage({ mode }: { mode: 'login' | 'signup' }) {
           </Notice>
         ) : (
           <form onSubmit={(event) => void submit(event)} noValidate>
-            {signup ? <p className="muted">You are the first user of this installation: your account gets the unlimited plan.</p> : null}
+            {signup ? (
+              <p className="muted">
+                {session.data?.freshInstall
+                  ? 'You are the first user of this installation: your account gets the unlimited plan.'
+                  : 'You get an account of your own on the free plan.'}
+              </p>
+            ) : null}
             <ErrorBox error={error} title={signup ? 'Could not create the account.' : 'Could not log in.'} />
             <Field label="Email" error={fieldError('email')}>
               {(props) => <input {...props} type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />}

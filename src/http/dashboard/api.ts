@@ -84,6 +84,8 @@ const Credentials = Type.Object(
 const SessionView = Type.Object({
   authenticated: Type.Boolean(),
   signupOpen: Type.Boolean(),
+  /** No user exists yet: whoever signs up now runs the installation. */
+  freshInstall: Type.Boolean(),
   network: Type.String(),
   tokenScopes: Type.Array(Type.String()),
   user: Type.Union([Type.Object({ email: Type.String(), accountId: Type.String() }), Type.Null()]),
@@ -115,6 +117,7 @@ export const dashboardApi: FastifyPluginAsyncTypebox<DashboardApiOptions> = asyn
   const view = async (session: DashboardSession | null) => ({
     authenticated: session !== null,
     signupOpen: await sessions.signupOpen(),
+    freshInstall: !(await services.accounts.hasUsers()),
     network: config.network,
     tokenScopes: [...TOKEN_SCOPES],
     user: session ? { email: session.email, accountId: session.accountId } : null,
