@@ -138,7 +138,7 @@ function QrPanel({ device }: { device: Device }) {
             <p className="small muted" aria-live="off">
               {secondsLeft > 0 ? `This code refreshes in ${secondsLeft} s.` : 'Refreshing the code…'}
             </p>
-            {session.data?.network === 'sandbox' ? <SimulateScan code={qr.data.data.code} /> : null}
+            {session.data?.network === 'sandbox' ? <SimulateScan code={qr.data.data.code} /> : <PairingCode deviceId={device.id} />}
           </div>
         </>
       ) : qr.error ? (
@@ -186,5 +186,42 @@ function SimulateScan({ code }: { code: string }) {
       </button>
       {scan.error && !(scan.error instanceof ApiError && scan.error.fieldMessage('phoneNumber')) ? <ErrorBox error={scan.error} /> : null}
     </form>
+  );
+}
+
+/** On the real network: link by an 8-character code typed on the phone instead of scanning. */
+function PairingCode({ deviceId }: { deviceId: string }) {
+  const [phoneNumber, setPhoneNumber] = useState('');
+  const request = useMutation({
+    mutationFn: () => api<One<{ code: string; phoneNumber: string; expiresAt: string }>>(`/devices/${deviceId}/pairing-code`, { method: 'POST', body: { phoneNumber } }),
+  });
+  const secondsLeft = useSecondsUntil(request.data?.data.expiresAt);
+  return (
+    <details className="pairing">
+      <summary>Link with phone number instead</summary>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          request.mutate();
+        }}
+      >
+        <Field label="The phone's number" hint="With the country code." error={request.error instanceof ApiError ? request.error.fieldMessage('phoneNumber') : undefined}>
+          {(props) => <input {...props} inputMode="tel" required value={phoneNumber} onChange={(e) => setPhoneNumber(e.target.value)} />}
+        </Field>
+        <button type="submit" className="button secondary small" disabled={request.isPending || phoneNumber.trim() === ''}>
+          {request.isPending ? 'Asking WhatsApp…' : 'Get a pairing code'}
+        </button>
+      </form>
+      <ErrorBox error={request.error} />
+      {request.data ? (
+        <div role="status">
+          <p className="pairing-code mono">{request.data.data.code}</p>
+          <p className="small">
+            On that phone: WhatsApp → Linked devices → Link a device → <em>Link with phone number instead</em>, and type this code
+            {secondsLeft > 0 ? ` within ${secondsLeft} s` : ' (expired: get a new one)'}.
+          </p>
+        </div>
+      ) : null}
+    </details>
   );
 }
