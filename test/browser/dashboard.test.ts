@@ -155,6 +155,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     for (const pathname of ['devices', 'send', 'messages', 'bulk-jobs', 'contacts', 'groups', 'webhooks', 'plan', 'settings/api-access']) {
       await page.goto(`${server.url}/dashboard/${pathname}`);
       await page.locator('h1').first().waitFor();
+      expect(new URL(page.url()).pathname).toBe(`/dashboard/${pathname}`);
       await page.waitForLoadState('networkidle').catch(() => undefined);
       const overflow = await page.evaluate(() => {
         const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
@@ -176,4 +177,33 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.goto(`${server.url}/dashboard/devices`);
     await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/login');
   }, 90_000);
+  it('shows a new QR code before the current one expires, without a reload', async () => {
+    screenshotOnFailure('qr-refresh');
+    // A server of its own whose sandbox codes live 4 s (a new one every 3 s). It runs last: its
+    // session cookie (same host, 127.0.0.1) replaces the other server's.
+    const shortQr = await startDashboardServer(await openTestDatabase(), { SANDBOX_QR_MS: '4000' });
+    const qrPage = await browser.context.newPage();
+    try {
+      await qrPage.goto(`${shortQr.url}/dashboard/signup`);
+      await qrPage.getByLabel('Email').fill('qr@example.test');
+      await qrPage.getByLabel('Password').fill(PASSWORD);
+      await qrPage.getByRole('button', { name: 'Create account' }).click();
+      await qrPage.getByRole('heading', { level: 1, name: 'Devices' }).waitFor();
+      await qrPage.evaluate(() => Object.assign(globalThis, { __noReload: true }));
+      await qrPage.getByLabel('Device name').fill('Counter phone');
+      await qrPage.getByRole('button', { name: 'Add device' }).click();
+      const image = qrPage.getByRole('img', { name: /QR code to link Counter phone/ });
+      await image.waitFor();
+      const first = await image.getAttribute('src');
+      const deadline = Date.now() + 4000;
+      await expect.poll(() => image.getAttribute('src'), { timeout: 10_000 }).not.toBe(first);
+      expect(Date.now(), 'the new code showed before the first one expired').toBeLessThan(deadline + 1000);
+      expect(await qrPage.evaluate(() => (globalThis as { __noReload?: boolean }).__noReload)).toBe(true);
+      await qrPage.getByRole('button', { name: 'Simulate phone scan' }).click();
+      await expect.poll(() => qrPage.getByTestId('device-status').textContent(), { timeout: 15_000 }).toBe('CONNECTED');
+    } finally {
+      await qrPage.close();
+      await shortQr.close();
+    }
+  }, 60_000);
 });
