@@ -176,6 +176,16 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('heading', { level: 1, name: 'Log in' }).waitFor();
     await page.goto(`${server.url}/dashboard/devices`);
     await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/login');
+
+    // A wrong password gets the server's message in an alert; the right one goes back where the visitor was going.
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('The email or the password is not right');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Devices' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/dashboard/devices');
   }, 90_000);
   it('shows a new QR code before the current one expires, without a reload', async () => {
     screenshotOnFailure('qr-refresh');
