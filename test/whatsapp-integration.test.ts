@@ -43,6 +43,7 @@ beforeAll(async () => {
     socketFactory: fake.factory,
     helpers: await realHelpers(),
     linkingBackoffMs: [50, 100],
+    flapBackoffMs: [200, 400],
   });
   http = new GuardedHttp(true);
   supervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, network, http, ctx.config, log);

@@ -226,6 +226,29 @@ describe('disconnects of a linked device', () => {
     expect(eventsOf(h.events, 'connected')).toHaveLength(2);
   });
 
+  it('a connection that keeps closing right after it opens makes reconnect() wait longer each time (the runner\'s backoff restarts on every connect)', async () => {
+    const h = await harness();
+    const { deviceId, socket } = await linked(h);
+    const session = h.network.sessionOf(deviceId)!;
+    socket.close(428, 'Connection Terminated');
+    await waitFor(() => eventsOf(h.events, 'disconnected').length === 1, 2_000, 'disconnected');
+    h.fake.script = (s) => {
+      s.open();
+      setTimeout(() => s.close(428, 'Connection Terminated'), 5);
+    };
+    const durations: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now();
+      await session.reconnect();
+      durations.push(Date.now() - started);
+      await waitFor(() => eventsOf(h.events, 'disconnected').length === i + 2, 2_000, 'closed again');
+    }
+    // Flap backoff 150, 300, 600 ms in this harness (5 s, 15 s, 30 s, 60 s by default).
+    expect(durations[0]).toBeGreaterThanOrEqual(140);
+    expect(durations[1]).toBeGreaterThanOrEqual(290);
+    expect(durations[2]).toBeGreaterThanOrEqual(590);
+  });
+
   it('restores a linked device from the database in a new session (another worker took the lease)', async () => {
     const h = await harness();
     const { deviceId, socket } = await linked(h);

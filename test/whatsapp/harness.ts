@@ -43,7 +43,12 @@ export function whatsappConfig(overrides: Partial<WhatsAppConfig> = {}): WhatsAp
   return { ...loadConfig({ NETWORK: 'whatsapp' }).whatsapp, ...overrides };
 }
 
-export async function createHarness(ctx: TestContext, config: Partial<WhatsAppConfig> = {}, linkingBackoffMs = [40, 80, 160, 320]): Promise<Harness> {
+export async function createHarness(
+  ctx: TestContext,
+  config: Partial<WhatsAppConfig> = {},
+  linkingBackoffMs = [40, 80, 160, 320],
+  flapBackoffMs = [150, 300, 600],
+): Promise<Harness> {
   const fake = new FakeBaileys();
   const events: NetworkEvent[] = [];
   const logs: string[] = [];
@@ -62,6 +67,7 @@ export async function createHarness(ctx: TestContext, config: Partial<WhatsAppCo
     socketFactory: fake.factory,
     helpers: await realHelpers(),
     linkingBackoffMs,
+    flapBackoffMs,
   });
   let holding = false;
   let released: (() => void)[] = [];

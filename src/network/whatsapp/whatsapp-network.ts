@@ -61,6 +61,12 @@ import { WarmupPolicy } from './warmup.js';
 
 /** Backoff of the session's own retries while a device is being linked. */
 const LINKING_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
+/**
+ * A connection that closes soon after it opened (a "flap") resets the runner's backoff, because
+ * the runner saw it connect; so reconnect() itself waits this long after consecutive flaps.
+ */
+const FLAP_BACKOFF_MS = [5_000, 15_000, 30_000, 60_000];
+const FLAP_WINDOW_MS = 60_000;
 /** After a socket's QR codes ran out (nobody scanned), the next socket starts after this. */
 const QR_CYCLE_PAUSE_MS = 1_000;
 /** Baileys shows the first QR code for 60 s, the next ones for 20 s each. */
@@ -87,6 +93,8 @@ export interface WhatsAppNetworkOptions {
   helpers: BaileysHelpers;
   /** Backoff of the session's own retries while linking (tests shorten it). */
   linkingBackoffMs?: number[];
+  /** Waits of reconnect() after connections that closed soon after opening (tests shorten them). */
+  flapBackoffMs?: number[];
 }
 
 interface AckWaiter {
@@ -121,6 +129,9 @@ export class WhatsAppSession implements NetworkSession {
   private readonly lids = new Map<string, string>();
   private readonly warned = new Map<string, number>();
   private readonly backoff: number[];
+  private openedAt = 0;
+  private flaps = 0;
+  private flapTimer: { timer: NodeJS.Timeout; done(): void } | undefined;
 
   constructor(
     readonly device: DeviceInfo,
@@ -291,6 +302,7 @@ export class WhatsAppSession implements NetworkSession {
   private async onOpen(socket: WASocketLike): Promise<void> {
     if (this.connectTimer) clearTimeout(this.connectTimer);
     this.socketState = 'open';
+    this.openedAt = Date.now();
     this.linkingFailures = 0;
     this.immediateRestarts = 0;
     const phoneNumber = jidToPhone(socket.user?.id ?? this.creds?.me?.id);
@@ -310,6 +322,7 @@ export class WhatsAppSession implements NetworkSession {
     if (this.connectTimer) clearTimeout(this.connectTimer);
     const wasOpen = this.socketState === 'open';
     this.socketState = 'idle';
+    if (wasOpen) this.flaps = Date.now() - this.openedAt < FLAP_WINDOW_MS ? this.flaps + 1 : 0;
     this.failPendingAcks('DEVICE_NOT_CONNECTED', 'The connection to WhatsApp closed before the server acknowledged the message');
     if (this.closed) return;
     const decision = classifyDisconnect(error);
@@ -599,6 +612,21 @@ export class WhatsAppSession implements NetworkSession {
   async reconnect(): Promise<void> {
     if (this.closed || this.socketState !== 'idle') return;
     if (!this.linked && this.retryTimer) return; // linking retries on its own schedule
+    if (this.flaps > 0) {
+      const delays = this.options.flapBackoffMs ?? FLAP_BACKOFF_MS;
+      const delay = delays[Math.min(this.flaps - 1, delays.length - 1)]!;
+      this.log.warn({ flaps: this.flaps, delayMs: delay }, 'the WhatsApp connection keeps closing soon after it opens; waiting before reconnecting');
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          this.flapTimer = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, delay);
+        this.flapTimer = { timer, done };
+      });
+      if (this.closed || this.socketState !== 'idle') return;
+    }
     const settled = new Promise<void>((resolve) => this.attemptWaiters.push(resolve));
     const timeout = new Promise<void>((resolve) => setTimeout(resolve, this.options.config.connectTimeoutMs + 10_000).unref());
     this.connect();
@@ -647,6 +675,7 @@ export class WhatsAppSession implements NetworkSession {
     if (this.closed) return;
     this.closed = true;
     this.clearTimers();
+    this.flapTimer?.done();
     this.failPendingAcks('DEVICE_NOT_CONNECTED', 'The device session closed before the server acknowledged the message');
     this.settleAttempt();
     for (const wake of this.qrWaiters.splice(0)) wake();
