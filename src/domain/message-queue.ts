@@ -81,10 +81,8 @@ export class MessageQueue {
       attempts: number;
       priority: number;
     }>(
-      `WITH due AS (
-         SELECT id FROM messages
-          WHERE device_id = $1 AND due_at <= now() ${onlyDirect ? 'AND priority = 0' : ''}
-          ORDER BY priority, due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),
+      // waygate_due_messages walks the queue index in order (SKIP LOCKED), whatever the statistics say.
+      `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
        claimed AS (
          UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
            FROM due WHERE m.id = due.id
@@ -93,7 +91,7 @@ export class MessageQueue {
          UPDATE bulk_jobs SET status = 'PROCESSING'
           WHERE id IN (SELECT DISTINCT job_id FROM claimed WHERE job_id IS NOT NULL) AND status = 'SCHEDULED')
        SELECT * FROM claimed`,
-      [deviceId, limit, this.workerId],
+      [deviceId, limit, this.workerId, onlyDirect ? 0 : 1],
     );
     return rows.map((r) => ({
       id: r.id,

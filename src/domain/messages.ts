@@ -415,7 +415,7 @@ export class BulkJobService {
    */
   async cancel(accountId: string, id: string): Promise<ReturnType<typeof toBulkJob>> {
     await this.database.transaction(async (tx) => {
-      // FOR UPDATE waits for fan-out chunks in flight (they hold the row FOR SHARE) and keeps new ones out.
+      // FOR UPDATE waits for fan-out chunks in flight (they hold the row FOR KEY SHARE) and keeps new ones out.
       const [job] = await tx.query<{ status: string; total_contacts: number; fanned_out_at: Date | null; quota_period_start: Date | null }>(
         'SELECT status, total_contacts, fanned_out_at, quota_period_start FROM bulk_jobs WHERE id = $1 AND account_id = $2 FOR UPDATE',
         [id, accountId],
