@@ -129,7 +129,9 @@ async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess;
     });
     child.once('exit', (code) => reject(new Error(`The product exited with ${code}: ${output}`)));
   });
-  child.stdout!.resume();
+  // BENCH_PRODUCT_LOG=file keeps the product's stdout (logs, --trace-gc output).
+  if (process.env.BENCH_PRODUCT_LOG) child.stdout!.pipe(fs.createWriteStream(process.env.BENCH_PRODUCT_LOG));
+  else child.stdout!.resume();
   return {
     child,
     origin,
