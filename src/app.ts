@@ -73,7 +73,7 @@ export function createServices(database: Database, config: Config): Services {
   return {
     bus,
     accounts: new AccountService(database),
-    tokens: new TokenService(database),
+    tokens: new TokenService(database, bus),
     contacts: new ContactService(database),
     groups: new GroupService(database),
     devices: new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' }),

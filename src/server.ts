@@ -37,6 +37,8 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
         : database;
       worker = new WorkerRuntime(config, workerDatabase, services.bus, app.log as unknown as Logger);
       await worker.start();
+      // One process serving both roles: direct sends skip the queue round trip (see DirectSendHost).
+      if (role === 'all') services.messages.directHost = worker.supervisor;
     }
     const address = await app.listen({ port: config.port, host: config.host });
     app.log.info({ role, database: database.kind, network: config.network, address }, 'waygate is up');

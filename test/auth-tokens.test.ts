@@ -1,5 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenService } from '../src/domain/tokens.js';
+import { AppError } from '../src/errors.js';
 import { createTenant, createTestApp, expectError, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
@@ -66,11 +68,33 @@ describe('authentication', () => {
     expect(after.json().error.message).toMatch(/revoked/);
   });
 
-  it('refuses an expired token', async () => {
+  it('a token revoked elsewhere (another process, the CLI) is refused by a process that had it cached', async () => {
     const tenant = await createTenant(ctx);
-    const { token, record } = await ctx.services.tokens.create(tenant.accountId, { name: 'soon', expiresAt: new Date(Date.now() + 60_000) });
+    // A second TokenService plays another process: its own cache, the same database and bus.
+    const otherProcess = new TokenService(ctx.database, ctx.services.bus);
+    const { token, record } = await ctx.services.tokens.create(tenant.accountId, { name: 'shared' });
+    expect((await otherProcess.authenticate(token)).tokenId).toBe(record.id);
+    // Revoked as the CLI does it (revokeById, its own TokenService, no bus of its own).
+    await new TokenService(ctx.database).revokeById(record.id);
+    const deadline = Date.now() + 1_000;
+    let refused: unknown;
+    while (!refused && Date.now() < deadline) {
+      refused = await otherProcess.authenticate(token).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      if (!refused) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(refused).toBeInstanceOf(AppError);
+    expect((refused as AppError).message).toMatch(/revoked/);
+  });
+
+  it('refuses an expired token (even one this process has just read and cached)', async () => {
+    const tenant = await createTenant(ctx);
+    const expiresAt = new Date(Date.now() + 800);
+    const { token } = await ctx.services.tokens.create(tenant.accountId, { name: 'soon', expiresAt });
     expect((await ctx.app.inject({ method: 'GET', url: '/account', headers: { 'x-api-key': token } })).statusCode).toBe(200);
-    await ctx.database.query('UPDATE api_tokens SET expires_at = now() - interval \'1 second\' WHERE id = $1', [record.id]);
+    await new Promise((resolve) => setTimeout(resolve, expiresAt.getTime() - Date.now() + 20));
     const response = await ctx.app.inject({ method: 'GET', url: '/account', headers: { 'x-api-key': token } });
     expectError(response, 401, 'UNAUTHORIZED');
     expect(response.json().error.message).toMatch(/expired/);

@@ -54,7 +54,8 @@ export async function openTestDatabase(): Promise<Database> {
 
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { logStream?: NodeJS.WritableStream; worker?: boolean } = {},
+  /** worker: run the worker role in this process too (as `serve --role all`); directHandOver: false makes direct sends go through the queue as with separate processes. */
+  options: { logStream?: NodeJS.WritableStream; worker?: boolean; directHandOver?: boolean } = {},
 ): Promise<TestContext> {
   const config = loadConfig({
     LOG_LEVEL: 'silent',
@@ -72,6 +73,7 @@ export async function createTestApp(
   if (options.worker) {
     worker = new WorkerRuntime(config, database, services.bus, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
     await worker.start();
+    if (options.directHandOver !== false) services.messages.directHost = worker.supervisor;
   }
   return {
     app,

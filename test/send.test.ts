@@ -7,8 +7,9 @@
  * 0003 a transient failure first).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, type Tenant, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import {
+  MESSAGING_ENV,
   createMessagingApp,
   addDevice,
   call,
@@ -437,5 +438,32 @@ describe('the sandbox magic numbers', () => {
     await waitForStatus(ctx, tenant, body.messages[3]!.id, 'READ');
     await waitForMessage(ctx, tenant, body.messages[1]!.id, (m) => m.status === 'SENT', 'SENT');
     expect(await usedMessages(ctx, tenant)).toBe(3);
+  });
+});
+
+describe('direct sends when the API and the worker are separate processes (through the queue)', () => {
+  // In one process (serve --role all) a direct send is handed to the worker at once; here the
+  // API only inserts it QUEUED and the device's dispatch loop claims it.
+  let apart: TestContext;
+  beforeAll(async () => {
+    apart = await createTestApp(MESSAGING_ENV, { worker: true, directHandOver: false });
+  });
+  afterAll(async () => apart.close());
+
+  it('answers SENT after the acknowledgement, FAILED for 0000, and retries 0003 with the same network id', async () => {
+    const tenant = await createTenant(apart);
+    await linkDevice(apart, tenant);
+    const ok = await sendDirect(apart, tenant, text([phone()]));
+    expect(['SENT', 'DELIVERED', 'READ']).toContain(ok.message.status);
+    expect(ok.message.attempts).toBe(1);
+    const failed = await sendDirect(apart, tenant, text([phone('0000')]));
+    expect(failed.message).toMatchObject({ status: 'FAILED', attempts: 1 });
+    const to = phone('0003');
+    const retried = await send(apart, tenant, text([to]));
+    const id = (retried.json() as DirectSendBody).message.id;
+    const read = await waitForStatus(apart, tenant, id, 'READ', 8_000);
+    expect(read.attempts).toBe(2);
+    const [seen] = (await sandboxMessages(apart, tenant, { to })).data;
+    expect(seen).toMatchObject({ sendCalls: 2, delivered: 1 });
   });
 });

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import type { Database } from './client.js';
 
-export type BusChannel = 'waygate_dispatch' | 'waygate_acks' | 'waygate_devices' | 'waygate_sandbox' | 'waygate_webhooks';
+export type BusChannel = 'waygate_dispatch' | 'waygate_acks' | 'waygate_devices' | 'waygate_sandbox' | 'waygate_webhooks' | 'waygate_tokens';
 /** `detail` is set only for local deliveries: in-process data that saves the listener a query. */
 type Handler = (payload: string, detail?: unknown) => void;
 

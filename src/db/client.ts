@@ -68,7 +68,10 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 20,
       application_name: options.applicationName ?? 'waygate',
-      ...(options.synchronousCommit === false ? { options: '-c synchronous_commit=off' } : {}),
+      // Named statements (queryPrepared: the hot paths) keep one generic plan per connection.
+      // PostgreSQL otherwise re-plans them on every execution: planning the direct send's
+      // statement took longer than running it (accepting throughput 1,640 -> 2,120/s).
+      options: `-c plan_cache_mode=force_generic_plan${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
     });
     // An idle client that errors (server restart) must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);

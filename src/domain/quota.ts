@@ -8,12 +8,14 @@ import { AppError } from '../errors.js';
 /**
  * The SQL that reserves $n messages for account $1 in the period of `a` (a CTE with quota and
  * period_start): with a quota, in shard 0, only if the sum over every shard stays within it;
- * without one, in a random shard. Returns a row (period_start) only when the reservation holds.
+ * without one, in the shard of the database connection (1-63), so concurrent sends on different
+ * connections never wait for each other's row lock (held until commit, i.e. through the WAL flush;
+ * random shards still collided, and commits then queued one flush after another). Returns a row (period_start) only when the reservation holds.
  * `alsoFrom` (e.g. ', d') adds CTEs that must have a row for anything to be reserved.
  */
 export const RESERVE_SQL = (accountParam: string, countParam: string, alsoFrom = ''): string => `
   INSERT INTO usage_periods AS u (account_id, period_start, shard, messages_used)
-  SELECT ${accountParam}, a.period_start, CASE WHEN a.quota IS NULL THEN floor(random() * 16)::int ELSE 0 END, ${countParam}
+  SELECT ${accountParam}, a.period_start, CASE WHEN a.quota IS NULL THEN 1 + pg_backend_pid() % 63 ELSE 0 END, ${countParam}
     FROM a${alsoFrom}
    WHERE a.quota IS NULL
       OR ${countParam} + COALESCE((SELECT sum(messages_used) FROM usage_periods
@@ -77,7 +79,7 @@ export async function refundQuota(tx: Queryable, rows: { accountId: string; peri
   const list = [...merged.values()];
   await tx.query(
     // Refunds go to shard 0; the sum over the shards is what counts. Shard 0 may not exist yet (an
-    // account without a quota counts in random shards), so it is created, negative if need be.
+    // account without a quota counts in its connections' shards), so it is created, negative if need be.
     `INSERT INTO usage_periods AS u (account_id, period_start, shard, messages_used)
      SELECT r.account_id, r.period_start, 0, -r.n FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS r(account_id, period_start, n)
      ON CONFLICT (account_id, period_start, shard) DO UPDATE SET messages_used = u.messages_used + EXCLUDED.messages_used`,

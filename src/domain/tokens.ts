@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
+import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { apiTokens } from '../db/schema.js';
 import { AppError } from '../errors.js';
@@ -30,6 +31,14 @@ export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 /** lastUsedAt is written at most once per this interval per token, to keep reads cheap. */
 const LAST_USED_PRECISION_MS = 60_000;
+/**
+ * How long a process trusts what it read about a token without reading it again. A revocation
+ * reaches every process at once (NOTIFY waygate_tokens, sent by whoever revokes, the CLI too)
+ * and this process's own cache synchronously; the TTL only bounds how long a process could
+ * miss one if its listening connection dropped at that very moment.
+ */
+const AUTH_CACHE_MS = 2_000;
+const AUTH_CACHE_MAX = 10_000;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 export interface TokenRecord {
@@ -87,7 +96,19 @@ interface AuthenticateRow {
 }
 
 export class TokenService {
-  constructor(private readonly database: Database) {}
+  /** Token hash → what authenticate read, until when it may be reused. Saves a query per request. */
+  private readonly cache = new Map<string, { row: AuthenticateRow; until: number }>();
+
+  constructor(
+    private readonly database: Database,
+    bus?: Bus,
+  ) {
+    bus?.subscribe('waygate_tokens', (tokenId) => this.forget(tokenId));
+  }
+
+  private forget(tokenId: string): void {
+    for (const [hash, entry] of this.cache) if (entry.row.id === tokenId) this.cache.delete(hash);
+  }
 
   async create(
     accountId: string,
@@ -139,7 +160,12 @@ export class TokenService {
       .set({ revokedAt: new Date() })
       .where(and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId), isNull(apiTokens.revokedAt)))
       .returning();
-    if (row) return toRecord(row);
+    if (row) {
+      this.forget(tokenId);
+      // Every other process drops it from its cache too (LISTEN waygate_tokens).
+      await this.database.query(`SELECT pg_notify('waygate_tokens', $1)`, [tokenId]);
+      return toRecord(row);
+    }
     const [existing] = await this.database.db
       .select()
       .from(apiTokens)
@@ -159,12 +185,19 @@ export class TokenService {
   async authenticate(value: string, now: Date = new Date()): Promise<AuthContext> {
     if (!value.startsWith('wg_') || value.length > 100) throw new AppError('UNAUTHORIZED', 'Invalid API token');
     // On every request, so a raw prepared statement: no query building, no re-planning.
-    const [row] = await this.database.queryPrepared<AuthenticateRow>({
-      name: 'tokens_authenticate',
-      text: 'SELECT id, account_id, scopes, expires_at, revoked_at, last_used_at FROM api_tokens WHERE token_hash = $1',
-      values: [hashToken(value)],
-    });
-    if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API token');
+    const hash = hashToken(value);
+    const cached = this.cache.get(hash);
+    let row = cached && cached.until > Date.now() ? cached.row : undefined;
+    if (!row) {
+      [row] = await this.database.queryPrepared<AuthenticateRow>({
+        name: 'tokens_authenticate',
+        text: 'SELECT id, account_id, scopes, expires_at, revoked_at, last_used_at FROM api_tokens WHERE token_hash = $1',
+        values: [hash],
+      });
+      if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API token');
+      if (this.cache.size >= AUTH_CACHE_MAX) this.cache.clear();
+      this.cache.set(hash, { row, until: Date.now() + AUTH_CACHE_MS });
+    }
     if (row.revoked_at) throw new AppError('UNAUTHORIZED', 'This API token has been revoked');
     if (row.expires_at && row.expires_at <= now) throw new AppError('UNAUTHORIZED', 'This API token has expired');
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_PRECISION_MS) {
@@ -173,6 +206,7 @@ export class TokenService {
         .update(apiTokens)
         .set({ lastUsedAt: now })
         .where(and(eq(apiTokens.id, row.id), or(isNull(apiTokens.lastUsedAt), lt(apiTokens.lastUsedAt, stale))));
+      row.last_used_at = now;
     }
     return { accountId: row.account_id, tokenId: row.id, scopes: new Set(row.scopes) };
   }

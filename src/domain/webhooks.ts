@@ -162,6 +162,11 @@ export class WebhookService {
     private readonly bus?: Bus,
   ) {}
 
+  /** Delivery workers skip their polls while no endpoint is active anywhere; this tells them to look again. */
+  private endpointsChanged(): void {
+    this.bus?.publishSoon('waygate_webhooks', 'endpoints');
+  }
+
   /** Wakes the delivery worker (it also polls, so a lost notification only costs latency). */
   private wakeWorker(): void {
     this.bus?.publishSoon('waygate_webhooks', 'due');
@@ -246,6 +251,7 @@ export class WebhookService {
       );
       return inserted!;
     });
+    this.endpointsChanged();
     return { ...toEndpoint(row), secret };
   }
 
@@ -303,6 +309,7 @@ export class WebhookService {
       );
       return updated!;
     });
+    this.endpointsChanged();
     return toEndpoint(row);
   }
 

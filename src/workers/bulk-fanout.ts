@@ -5,8 +5,8 @@
  * exists, and inserting it is one transaction: a crash leaves each chunk whole or absent, never
  * half, and a chunk is never inserted twice. Who inserts which chunk is settled by a
  * transaction-scoped advisory lock per (job, chunk). Each chunk transaction holds the job row
- * FOR SHARE, so cancelling a job (FOR UPDATE) waits for the chunks in flight and no chunk starts
- * after it. Node never holds the recipients: the SQL does the work.
+ * FOR KEY SHARE, so cancelling a job (FOR UPDATE) waits for the chunks in flight and no chunk starts
+ * after it, while sends and receipts keep counting into the job. Node never holds the recipients: the SQL does the work.
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../db/bus.js';
@@ -102,7 +102,10 @@ export class BulkFanout {
   private async insertChunk(jobId: string, chunk: number): Promise<boolean> {
     const result = await this.database.transaction(async (tx) => {
       const [job] = await tx.query<{ status: string; device_id: string }>(
-        `SELECT status, device_id FROM bulk_jobs WHERE id = $1 AND fanned_out_at IS NULL FOR SHARE`,
+        // KEY SHARE, not SHARE: the counter updates of sends and receipts (no key change) go on
+        // while a chunk is inserted; a cancel (FOR UPDATE) still waits for the chunk, and a chunk
+        // that waited for a cancel sees the job CANCELLED.
+        `SELECT status, device_id FROM bulk_jobs WHERE id = $1 AND fanned_out_at IS NULL FOR KEY SHARE`,
         [jobId],
       );
       if (!job || (job.status !== 'PROCESSING' && job.status !== 'SCHEDULED')) return undefined;

@@ -32,6 +32,8 @@ export interface DeviceRunnerOptions {
 }
 
 const MAX_IDLE_WAIT_MS = 1_000;
+/** Direct sends handed over by the API in this process: batches in flight at once. */
+const DIRECT_PIPELINES = 2;
 const RECONNECT_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
 
 export class DeviceRunner {
@@ -43,6 +45,8 @@ export class DeviceRunner {
   private nextBulkAt = 0;
   private reconnectAttempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly directPending: ClaimedMessage[] = [];
+  private readonly directTasks = new Set<Promise<void>>();
 
   constructor(private readonly options: DeviceRunnerOptions) {
     this.status = options.device.status;
@@ -67,6 +71,36 @@ export class DeviceRunner {
     }
   }
 
+  /** Whether the API in this process may hand direct sends to this runner now. */
+  get acceptsDirect(): boolean {
+    return !this.stopped && this.status === 'CONNECTED' && this.options.leaseValid();
+  }
+
+  /**
+   * Direct sends the API of this process inserted already claimed by this worker (SENDING): they
+   * go to the network at once, without a claim round. Requests that arrive while two batches
+   * are in flight share the next one, so their outcomes are written together.
+   */
+  sendNow(messages: ClaimedMessage[]): void {
+    this.directPending.push(...messages);
+    this.pumpDirect();
+  }
+
+  private pumpDirect(): void {
+    while (this.directTasks.size < DIRECT_PIPELINES && this.directPending.length > 0) {
+      const batch = this.directPending.splice(0, this.options.batchSize);
+      // Stopping: what was not handed over goes back to the queue for the device's next owner.
+      const work = this.stopped ? this.options.queue.release(batch.map((m) => m.id)) : this.sendBatch(batch);
+      const task: Promise<void> = work
+        .catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'direct send failed'))
+        .finally(() => {
+          this.directTasks.delete(task);
+          this.pumpDirect();
+        });
+      this.directTasks.add(task);
+    }
+  }
+
   wake(): void {
     for (const wake of [...this.sleepers]) wake();
   }
@@ -84,6 +118,7 @@ export class DeviceRunner {
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.wake();
     await Promise.all(this.loops);
+    while (this.directTasks.size > 0) await Promise.all([...this.directTasks]);
     if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));
     else await this.session?.close().catch(() => undefined);
   }

@@ -13,7 +13,8 @@ import type { Database } from '../db/client.js';
 import type { DeviceInfo, Network } from '../network/network.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import { DeviceRunner } from './device-runner.js';
-import { MessageQueue } from '../domain/message-queue.js';
+import { MessageQueue, type ClaimedMessage } from '../domain/message-queue.js';
+import type { DirectSendHost } from '../domain/messages.js';
 
 const MAX_DEVICES_PER_WORKER = 500;
 const BATCH_SIZE = 1000;
@@ -22,7 +23,7 @@ export function newWorkerId(): string {
   return `wkr_${os.hostname()}_${process.pid}_${randomBytes(3).toString('hex')}`;
 }
 
-export class DeviceSupervisor {
+export class DeviceSupervisor implements DirectSendHost {
   readonly workerId: string;
   private readonly runners = new Map<string, DeviceRunner>();
   private readonly queue: MessageQueue;
@@ -48,6 +49,25 @@ export class DeviceSupervisor {
 
   get ownedDevices(): string[] {
     return [...this.runners.keys()];
+  }
+
+  directDevices(): string[] {
+    const ids: string[] = [];
+    for (const [id, runner] of this.runners) if (runner.acceptsDirect) ids.push(id);
+    return ids;
+  }
+
+  handOver(deviceId: string, messages: ClaimedMessage[]): void {
+    const runner = this.runners.get(deviceId);
+    if (runner) {
+      runner.sendNow(messages);
+      return;
+    }
+    // The device left this worker between the insert and now: back to the queue, for its next owner.
+    void this.queue
+      .release(messages.map((m) => m.id))
+      .then(() => this.bus.publishSoon('waygate_dispatch', deviceId))
+      .catch((error: unknown) => this.log.error({ err: error, deviceId }, 'could not put direct sends back in the queue'));
   }
 
   start(): void {

@@ -78,6 +78,8 @@ export class WebhookDelivery {
   private outcomes: Outcome[] = [];
   private flushing: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  private endpointsActive = false;
+  private endpointsKnownUntil = 0;
   /** Set by a wake-up (a notification, a finished attempt) so one that comes during a claim is not lost. */
   private woken = false;
   private unsubscribe: (() => void) | undefined;
@@ -102,7 +104,10 @@ export class WebhookDelivery {
 
   start(): void {
     this.stopped = false;
-    this.unsubscribe = this.bus.subscribe('waygate_webhooks', () => this.wake());
+    this.unsubscribe = this.bus.subscribe('waygate_webhooks', (payload) => {
+      if (payload === 'endpoints') this.endpointsKnownUntil = 0;
+      this.wake();
+    });
     this.loop = this.run();
   }
 
@@ -132,7 +137,7 @@ export class WebhookDelivery {
       let claimed: Claimed[] = [];
       this.woken = false;
       try {
-        if (this.inFlightTotal() < this.total) claimed = await this.claim();
+        if (this.inFlightTotal() < this.total && (await this.anyActiveEndpoint())) claimed = await this.claim();
       } catch (error) {
         this.log.error({ err: error }, 'claiming webhook deliveries failed');
       }
@@ -150,6 +155,20 @@ export class WebhookDelivery {
         this.wakeUp = undefined;
       }
     }
+  }
+
+  /**
+   * Whether any endpoint is active (in any account). Without one there is nothing to claim, and
+   * the claim query is skipped: it used to run 20 times a second and after every batch of events,
+   * which cost a direct send's worth of database round trips. Known for 1 s when false (an
+   * endpoint created in any process says so at once: NOTIFY 'endpoints'), 5 s when true.
+   */
+  private async anyActiveEndpoint(): Promise<boolean> {
+    if (Date.now() < this.endpointsKnownUntil) return this.endpointsActive;
+    const [row] = await this.database.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE active) AS any');
+    this.endpointsActive = row?.any ?? false;
+    this.endpointsKnownUntil = Date.now() + (this.endpointsActive ? 5_000 : 1_000);
+    return this.endpointsActive;
   }
 
   private async claim(): Promise<Claimed[]> {
