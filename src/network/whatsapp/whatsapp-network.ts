@@ -312,7 +312,8 @@ export class WhatsAppSession implements NetworkSession {
       return;
     }
     this.log.info({ me: maskPhone(phoneNumber) }, 'WhatsApp connection open');
-    await this.bulkPolicy?.linked(phoneNumber);
+    // The warm-up's bookkeeping must not keep the device from being reported connected.
+    await this.bulkPolicy?.linked(phoneNumber).catch((error: unknown) => this.log.error({ err: error }, 'recording the link for the warm-up failed'));
     this.reported = true;
     await this.emit({ type: 'connected', phoneNumber });
     this.settleAttempt();
