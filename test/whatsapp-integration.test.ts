@@ -281,6 +281,47 @@ describe('pairing code', () => {
   });
 });
 
+describe('takeover', () => {
+  it('another worker restores a linked device from the credentials in the database when the lease moves (the first worker stopped)', async () => {
+    const { device, socket: first } = await addDevice();
+    const linkedSocket = await link(first, '6281355500000');
+    await waitFor(async () => (await getDevice(ctx, tenant, device.id)).status === 'CONNECTED', 3_000, 'CONNECTED on the first worker');
+
+    // A second worker with its own network (its own fake sockets); the first one stops and releases its leases.
+    const otherFake = new FakeBaileys();
+    otherFake.script = (s) => s.open();
+    const log = pino({ level: 'silent' });
+    const otherNetwork = new WhatsAppNetwork({
+      database: ctx.database,
+      bus: ctx.services.bus,
+      log,
+      config: loadConfig({ ...ENV }).whatsapp,
+      socketFactory: otherFake.factory,
+      helpers: await realHelpers(),
+    });
+    const otherSupervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, otherNetwork, http, ctx.config, log);
+    try {
+      await supervisor.stop();
+      otherSupervisor.start();
+      const restored = await waitFor(() => otherFake.sockets.find((s) => (s.auth.creds.me as { id?: string } | undefined)?.id?.startsWith('6281355500000')), 10_000, 'a session on the second worker');
+      expect(restored.auth.creds.account).toEqual(linkedSocket.auth.creds.account);
+      expect(restored.auth.creds.noiseKey).toEqual(linkedSocket.auth.creds.noiseKey);
+      await waitFor(async () => {
+        const [row] = await ctx.database.query<{ lease_owner: string | null }>('SELECT lease_owner FROM devices WHERE id = $1', [device.id]);
+        return row?.lease_owner === otherSupervisor.workerId;
+      }, 5_000, 'the lease on the second worker');
+      expect((await getDevice(ctx, tenant, device.id)).status).toBe('CONNECTED');
+      // The device sends from its new worker.
+      const response = await send(ctx, tenant, { recipients: ['6281200000016'], type: 'TEXT', content: 'after takeover', deviceId: device.id });
+      expect(json<{ message: { status: string } }>(response).message.status).toBe('SENT');
+      expect(restored.sent.map((m) => m.jid)).toContain('6281200000016@s.whatsapp.net');
+    } finally {
+      await otherSupervisor.stop();
+      await otherNetwork.close();
+    }
+  });
+});
+
 describe('sandbox network', () => {
   it('answers 409 to a pairing-code request: it links by QR code only', async () => {
     const devices = new DeviceService(ctx.database, ctx.services.bus); // as createServices builds it for NETWORK=sandbox
