@@ -187,6 +187,62 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('heading', { level: 1, name: 'Devices' }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/dashboard/devices');
   }, 90_000);
+  it('manages contacts (add, search, edit, delete, CSV import with its report) and groups (members in and out)', async () => {
+    screenshotOnFailure('contacts-groups');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`${server.url}/dashboard/contacts`);
+    await page.getByRole('heading', { level: 1, name: 'Contacts' }).waitFor();
+
+    await page.getByRole('button', { name: 'Add contact' }).click();
+    const addForm = page.getByRole('form', { name: 'Add a contact' });
+    await addForm.getByLabel('Name').fill('Ana Putri');
+    await addForm.getByLabel('Phone number').fill('+62 812 7000 0001');
+    await addForm.getByRole('button', { name: 'Add' }).click();
+    await page.getByRole('row', { name: /Ana Putri/ }).waitFor();
+
+    // A duplicate number: the API's message, next to the field it is about.
+    await page.getByRole('button', { name: 'Add contact' }).click();
+    await addForm.getByLabel('Name').fill('Someone else');
+    await addForm.getByLabel('Phone number').fill('+62 812 7000 0001');
+    await addForm.getByRole('button', { name: 'Add' }).click();
+    await addForm.getByText('already used by another contact').waitFor();
+    expect(await addForm.getByLabel('Phone number').getAttribute('aria-invalid')).toBe('true');
+    await addForm.getByRole('button', { name: 'Cancel' }).click();
+
+    await page.getByRole('button', { name: 'Import CSV' }).click();
+    await page.getByLabel('…or paste the CSV').fill('name,phoneNumber\nBudi,+62 812 7000 0002\nCitra,+62 812 7000 0003\nAna again,+62 812 7000 0001\nBroken,12');
+    await page.getByRole('button', { name: 'Import', exact: true }).click();
+    const report = page.getByRole('status').filter({ hasText: 'rows:' });
+    await expect.poll(() => report.textContent()).toContain('4 rows: 2 added, 1 skipped, 1 rejected.');
+    await page.getByRole('table', { name: 'Rows not added' }).getByRole('row', { name: /^5 Rejected/ }).waitFor();
+
+    await page.getByLabel('Search').fill('citra');
+    await expect.poll(() => page.getByRole('table', { name: 'Contacts' }).getByRole('row').count()).toBe(2);
+    await page.getByRole('button', { name: 'Edit Citra' }).click();
+    await page.getByRole('form', { name: 'Edit Citra' }).getByLabel('Name').fill('Citra Lestari');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('row', { name: /Citra Lestari/ }).waitFor();
+    await page.getByRole('row', { name: /Citra Lestari/ }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete contact' }).click();
+    await page.getByText('No contact matches.').waitFor();
+
+    await openNav('Groups');
+    await page.getByLabel('New group').fill('Regulars');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('heading', { level: 2, name: 'Regulars' }).waitFor();
+    await page.getByText('Add members').click();
+    await page.getByLabel('Find contacts').fill('7000');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('checkbox', { name: /Ana Putri/ }).check();
+    await page.getByRole('checkbox', { name: /Budi/ }).check();
+    await page.getByRole('button', { name: /Add 2 to the group/ }).click();
+    await page.getByRole('button', { name: 'Remove Budi from the group' }).waitFor();
+    await expect.poll(() => page.getByText('2 members', { exact: false }).count()).toBeGreaterThan(0);
+    await page.getByRole('button', { name: 'Remove Budi from the group' }).click();
+    await expect.poll(() => page.getByRole('button', { name: 'Remove Budi from the group' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Remove Ana Putri from the group' }).waitFor();
+  }, 60_000);
+
   it('shows a new QR code before the current one expires, without a reload', async () => {
     screenshotOnFailure('qr-refresh');
     // A server of its own whose sandbox codes live 4 s (a new one every 3 s). It runs last: its
