@@ -115,8 +115,12 @@ export class DashboardSessionService {
       await this.database.query('INSERT INTO dashboard_login_failures (email, ip, failed_at) VALUES ($1, $2, $3)', [email, input.ip, now]);
       throw new AppError('UNAUTHORIZED', 'The email or the password is not right');
     }
-    await this.database.query('DELETE FROM dashboard_login_failures WHERE email = $1', [email]);
-    return this.open(user.id, user.account_id, email);
+    // This user's failures are forgiven; everyone's older than the window no longer count.
+    await this.database.query('DELETE FROM dashboard_login_failures WHERE email = $1 OR failed_at < $2', [
+      email,
+      new Date(now.getTime() - this.limits.failureWindowMs),
+    ]);
+    return this.open(user.id, user.account_id, email, now);
   }
 
   private async assertNotThrottled(email: string, ip: string, now: Date): Promise<void> {
