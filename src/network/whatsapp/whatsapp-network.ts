@@ -315,6 +315,8 @@ export class WhatsAppSession implements NetworkSession {
     // The warm-up's bookkeeping must not keep the device from being reported connected.
     await this.bulkPolicy?.linked(phoneNumber).catch((error: unknown) => this.log.error({ err: error }, 'recording the link for the warm-up failed'));
     this.reported = true;
+    // The credentials are stored before the device counts as linked, so a worker that takes it over can log in.
+    await this.store.flush();
     await this.emit({ type: 'connected', phoneNumber });
     this.settleAttempt();
   }
