@@ -6,10 +6,10 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseAuthStore } from '../src/network/whatsapp/auth-state.js';
+import { newId } from '../src/ids.js';
 import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
 import { getDevice, sleep, waitFor, type DeviceBody } from './messaging-helpers.js';
-import { insertDevice, realHelpers } from './whatsapp/harness.js';
+import { realHelpers } from './whatsapp/harness.js';
 
 let ctx: TestContext;
 let tenant: Tenant;
@@ -38,12 +38,14 @@ describe('NETWORK=whatsapp without a reachable network', () => {
     expect((await ctx.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
 
     // A device that was linked before (stored credentials): it goes DISCONNECTED with the reason.
+    // Device and credentials in one transaction: the running worker must not pick the device up in between.
     const helpers = await realHelpers();
-    const linked = await insertDevice(ctx, tenant.accountId, 'CONNECTED', '6281234500000');
-    const store = new DatabaseAuthStore(ctx.database, linked.id, helpers);
-    const creds = store.fresh();
-    Object.assign(creds, { me: { id: '6281234500000:3@s.whatsapp.net', name: 'x' }, account: { details: Buffer.from('d') }, registered: true });
-    await store.saveCreds(creds);
+    const creds = { ...helpers.initAuthCreds(), me: { id: '6281234500000:3@s.whatsapp.net', name: 'x' }, account: { details: Buffer.from('d') }, registered: true };
+    const linked = { id: newId('dev') };
+    await ctx.database.transaction(async (tx) => {
+      await tx.query(`INSERT INTO devices (id, account_id, name, status, phone_number) VALUES ($1, $2, 'old phone', 'CONNECTED', '6281234500000')`, [linked.id, tenant.accountId]);
+      await tx.query(`INSERT INTO whatsapp_auth (device_id, category, key_id, value) VALUES ($1, 'creds', '', $2)`, [linked.id, JSON.stringify(creds, helpers.BufferJSON.replacer)]);
+    });
 
     // A new device: no QR code can be shown, POST /devices still answers (qr null) and the device says why.
     const started = Date.now();
