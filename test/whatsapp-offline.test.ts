@@ -54,6 +54,9 @@ describe('NETWORK=whatsapp without a reachable network', () => {
     const created = json<{ data: DeviceBody; qr: unknown }>(response);
     expect(created.qr).toBeNull();
 
+    // A pairing code cannot be had either: 503, saying why (asked while the window below runs).
+    const pairing = ctx.app.inject({ method: 'POST', url: `/devices/${created.data.id}/pairing-code`, headers: tenant.headers, payload: { phoneNumber: '6281234500001' } });
+
     const pending = await waitFor(async () => {
       const d = await getDevice(ctx, tenant, created.data.id);
       return d.lastError ? d : undefined;
@@ -70,11 +73,14 @@ describe('NETWORK=whatsapp without a reachable network', () => {
     const qr = await ctx.app.inject({ method: 'GET', url: `/devices/${created.data.id}/qr`, headers: tenant.headers });
     expect(qr.statusCode).toBe(503);
 
-    // Over ~12 s, two devices with backoff 1 s, 2 s, 5 s, 10 s (±20 %) make a handful of attempts each, not hundreds.
+    // Over ~12 s, two devices with backoff 1 s, 2 s, 5 s, 10 s (±20 %) make a handful of attempts each (one more for the pairing request), not hundreds.
     await sleep(Math.max(0, 12_000 - (Date.now() - started)));
     const inWindow = attempts.filter((at) => at >= started - 1_000);
     expect(inWindow.length).toBeGreaterThanOrEqual(4);
-    expect(inWindow.length).toBeLessThanOrEqual(12);
+    expect(inWindow.length).toBeLessThanOrEqual(14);
+    const refused = await pairing;
+    expect(refused.statusCode, refused.body).toBe(503);
+    expect(json<{ error: { message: string } }>(refused).error.message).toContain('NOT_CONNECTED');
     expect((await getDevice(ctx, tenant, linked.id)).status).toBe('DISCONNECTED');
     expect((await getDevice(ctx, tenant, created.data.id)).status).toBe('PENDING');
   }, 40_000);

@@ -219,7 +219,11 @@ export class DeviceService {
         );
         if (!answer || answer.request_id !== requestId) throw new AppError('CONFLICT', 'A newer pairing-code request for this device replaced this one');
         if (answer.code && answer.expires_at) return { code: answer.code, phoneNumber: phone, expiresAt: answer.expires_at };
-        if (answer.error) throw new AppError('CONFLICT', `No pairing code: ${answer.error}`);
+        if (answer.error) {
+          // The network unreachable or the connection dropping is temporary (503); the device's state is a conflict (409).
+          const temporary = /^(NOT_CONNECTED|NETWORK_ERROR)\b/.test(answer.error);
+          throw new AppError(temporary ? 'SERVICE_UNAVAILABLE' : 'CONFLICT', `No pairing code: ${answer.error}`);
+        }
         if (Date.now() >= deadline) {
           throw new AppError('SERVICE_UNAVAILABLE', 'No pairing code yet: no worker holding the device answered; check that a worker is running and can reach the network');
         }

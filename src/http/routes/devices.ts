@@ -103,7 +103,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
         description:
           'Asks the network for an 8-character code for the phone with `phoneNumber`; type it on that phone under Linked devices → ' +
           'Link with phone number instead. The device becomes CONNECTED like after a QR scan. 409 when the device is not PENDING or the ' +
-          'network links by QR code only (sandbox); 503 when no worker holding the device answered in time.',
+          'network links by QR code only (sandbox); 503 when no worker holding the device answered in time or the network could not be reached.',
         params: IdParams,
         body: Type.Object(
           { phoneNumber: Type.String({ minLength: 1, maxLength: 32, description: 'The phone\'s number; +, spaces, dashes, dots and parentheses are ignored' }) },
