@@ -65,7 +65,7 @@ export class DeviceRunner {
     this.session = await this.options.network.openSession(this.options.device, { onEvent: (event) => this.onEvent(event) });
     // Unpaced traffic runs two claim loops, so one batch is written while the next is sent
     // (claims skip each other's rows). Paced traffic runs one: pacing is sequential by nature.
-    const loops = this.options.bulkDelayMs.max > 0 ? 1 : 2;
+    const loops = this.paced ? 1 : 2;
     for (let i = 0; i < loops; i++) {
       this.loops.push(this.dispatchLoop().catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'dispatch loop failed')));
     }
