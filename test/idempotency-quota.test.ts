@@ -188,6 +188,34 @@ describe('quota (plan free: 50 messages a month)', () => {
     expect(await usedMessages(ctx, tenant)).toBe(50);
   });
 
+  it('concurrent direct sends, accepted together in one statement, each get their own answer: the quota is exact, another account is unaffected', async () => {
+    // 40 of the free plan's 50 used: of 8 concurrent sends of 2 recipients, exactly 5 fit.
+    const tight = await createTenant(ctx, { plan: 'free' });
+    await linkDevice(ctx, tight);
+    await sendBulk(ctx, tight, { type: 'TEXT', content: 'x', recipients: phones(40) });
+    const roomy = await createTenant(ctx);
+    await linkDevice(ctx, roomy);
+    const noDevice = await createTenant(ctx);
+    const responses = await Promise.all([
+      ...Array.from({ length: 8 }, () => send(ctx, tight, { type: 'TEXT', content: 'x', recipients: phones(2) })),
+      ...Array.from({ length: 8 }, () => send(ctx, roomy, { type: 'TEXT', content: 'x', recipients: phones(2) })),
+      send(ctx, noDevice, { type: 'TEXT', content: 'x', recipients: phones(2) }),
+    ]);
+    const tightCodes = responses.slice(0, 8).map((r) => r.statusCode);
+    expect(tightCodes.filter((code) => code === 200)).toHaveLength(5);
+    expect(tightCodes.filter((code) => code === 402)).toHaveLength(3);
+    for (const response of responses.slice(0, 8).filter((r) => r.statusCode === 402)) {
+      expect(expectError(response, 402, 'QUOTA_EXCEEDED').error.details).toMatchObject({ limit: 50, requested: 2 });
+    }
+    expect(await usedMessages(ctx, tight)).toBe(50);
+    expect(responses.slice(8, 16).map((r) => r.statusCode)).toEqual(Array(8).fill(200));
+    expect(await usedMessages(ctx, roomy)).toBe(16);
+    expectError(responses[16]!, 409, 'NO_CONNECTED_DEVICE');
+    expect(await usedMessages(ctx, noDevice)).toBe(0);
+    expect((await listMessages(ctx, tight)).meta.total).toBe(50);
+    expect((await listMessages(ctx, roomy)).meta.total).toBe(16);
+  });
+
   it('FAILED (0000) and CANCELLED messages are given back and make room for new sends', async () => {
     const tenant = await createTenant(ctx, { plan: 'free' });
     await linkDevice(ctx, tenant);

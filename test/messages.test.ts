@@ -25,6 +25,7 @@ import {
   usedMessages,
   waitFor,
   waitForJob,
+  waitForStatus,
   type DataBody,
   type DirectSendBody,
   type MessageBody,
@@ -203,5 +204,26 @@ describe('scopes', () => {
   it('no token: 401', async () => {
     const response = await ctx.app.inject({ method: 'POST', url: '/messages/send', payload: { type: 'TEXT', content: 'x', recipients: [phone()] } });
     expectError(response, 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('removing an account', () => {
+  it('removes its messages and events with it (triggers, not per-row foreign keys), and nothing of other accounts', async () => {
+    const gone = await createTenant(ctx);
+    const kept = await createTenant(ctx);
+    for (const tenant of [gone, kept]) {
+      await linkDevice(ctx, tenant);
+      const body = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'bye', recipients: [phone()] });
+      await waitForStatus(ctx, tenant, body.message.id, 'READ');
+    }
+    const count = async (table: 'messages' | 'events', accountId: string): Promise<number> =>
+      (await ctx.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE account_id = $1`, [accountId]))[0]!.n;
+    expect(await count('messages', gone.accountId)).toBe(1);
+    expect(await count('events', gone.accountId)).toBeGreaterThanOrEqual(3);
+    await ctx.database.query('DELETE FROM accounts WHERE id = $1', [gone.accountId]);
+    expect(await count('messages', gone.accountId)).toBe(0);
+    expect(await count('events', gone.accountId)).toBe(0);
+    expect(await count('messages', kept.accountId)).toBe(1);
+    expect(await count('events', kept.accountId)).toBeGreaterThanOrEqual(3);
   });
 });

@@ -208,13 +208,10 @@ export const messages = pgTable(
   'messages',
   {
     id: text('id').primaryKey(),
-    accountId: text('account_id')
-      .notNull()
-      .references(() => accounts.id, { onDelete: 'cascade' }),
-    deviceId: text('device_id')
-      .notNull()
-      .references(() => devices.id),
-    jobId: text('job_id').references(() => bulkJobs.id),
+    /** No foreign keys on messages (migration 0021): a trigger on accounts removes an account's messages. */
+    accountId: text('account_id').notNull(),
+    deviceId: text('device_id').notNull(),
+    jobId: text('job_id'),
     /** 'out' for messages we send, 'in' for messages received from the network. */
     direction: text('direction').notNull().default('out'),
     /** The other party: the recipient of an outgoing message, the sender of an incoming one. */
