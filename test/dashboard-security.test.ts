@@ -8,6 +8,7 @@ import { createHash, createHmac } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, createTestApp, expectError, randomPhone, type TestContext } from './helpers.js';
+import { ensureDashboardBuilt } from './browser/support.js';
 
 let ctx: TestContext;
 
@@ -321,13 +322,11 @@ describe('log-in', () => {
 });
 
 describe('the built app', () => {
-  it('serves index.html without caching and assets as immutable, or says how to build it', async () => {
+  it('serves index.html without caching and assets as immutable', async () => {
+    // Built here if no build is there yet, so this never passes by having nothing to check.
+    await ensureDashboardBuilt();
     const session = await login((await createTenant(ctx)).email);
     const page = await ctx.app.inject({ method: 'GET', url: '/dashboard/devices', headers: { cookie: session.cookie } });
-    if (page.statusCode === 503) {
-      expect(page.body).toMatch(/npm run build/);
-      return;
-    }
     expect(page.statusCode).toBe(200);
     expect(page.headers['cache-control']).toBe('no-cache');
     expect(page.headers['content-security-policy']).toMatch(/frame-ancestors 'none'/);
@@ -338,5 +337,5 @@ describe('the built app', () => {
     expect(file.headers['cache-control']).toMatch(/immutable/);
     expect((await ctx.app.inject({ method: 'GET', url: '/dashboard/assets/nope-123.js' })).statusCode).toBe(404);
     expectError(await ctx.app.inject({ method: 'GET', url: '/dashboard/api/nope' }), 404, 'NOT_FOUND');
-  });
+  }, 180_000);
 });
