@@ -69,7 +69,7 @@ export class MessageQueue {
   /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
   async claim(deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
     // One statement: claim, and move the claimed messages' scheduled jobs to PROCESSING.
-    const rows = await this.database.queryPrepared<{
+    const rows = await this.database.query<{
       id: string;
       account_id: string;
       job_id: string | null;
@@ -80,10 +80,10 @@ export class MessageQueue {
       network_message_id: string;
       attempts: number;
       priority: number;
-    }>({
-      name: 'queue_claim',
+    }>(
       // waygate_due_messages walks the queue index in order (SKIP LOCKED), whatever the statistics say.
-      text: `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
+      // Unnamed (planned on each call): a plan kept from when the table was small would scan it.
+      `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
        claimed AS (
          UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
            FROM due WHERE m.id = due.id
@@ -92,8 +92,8 @@ export class MessageQueue {
          UPDATE bulk_jobs SET status = 'PROCESSING'
           WHERE id IN (SELECT DISTINCT job_id FROM claimed WHERE job_id IS NOT NULL) AND status = 'SCHEDULED')
        SELECT * FROM claimed`,
-      values: [deviceId, limit, this.workerId, onlyDirect ? 0 : 1],
-    });
+      [deviceId, limit, this.workerId, onlyDirect ? 0 : 1],
+    );
     return rows.map((r) => ({
       id: r.id,
       accountId: r.account_id,
@@ -186,9 +186,8 @@ export class MessageQueue {
       // The common case, in one statement: mark SENT, count them into their jobs, complete the
       // jobs that are done, and hand back the direct sends' rows for their waiting requests.
       if (sent.length > 0) {
-        directRows = await this.database.queryPrepared<MessageRow>({
-          name: 'queue_sent',
-          text: `WITH done AS (
+        directRows = await this.database.query<MessageRow>(
+          `WITH done AS (
              UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
               WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING *, waygate_message_json(messages) AS event_data),
            counts AS (SELECT job_id, count(*)::int AS n FROM done WHERE job_id IS NOT NULL GROUP BY job_id),
@@ -204,8 +203,8 @@ export class MessageQueue {
              SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
            ${appendEventsSql('src')}
            SELECT * FROM done WHERE priority = 0`,
-          values: [sent, this.workerId],
-        });
+          [sent, this.workerId],
+        );
       }
     } else {
       // Locks in the one order every writer uses: messages, then jobs, then the account (events last).
@@ -311,9 +310,8 @@ export class MessageQueue {
       // event seq; the events depend on the job rows, so they are numbered after those are
       // locked). A consumer sees every step: a receipt that overtook SENT (or DELIVERED) also
       // writes the step it skipped, just before its own.
-      const [row] = await this.database.queryPrepared<{ changed: number }>({
-        name: `queue_receipts_${status}`,
-        text: `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
+      const [row] = await this.database.query<{ changed: number }>(
+        `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
               o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
                       SELECT m.id, m.status FROM messages m
                        WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
@@ -346,8 +344,8 @@ export class MessageQueue {
                 SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
               ${appendEventsSql('src')}
          SELECT (SELECT count(*)::int FROM u) AS changed`,
-        values: [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at), status],
-      });
+        [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at), status],
+      );
       changed += row?.changed ?? 0;
       messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
     }

@@ -142,9 +142,8 @@ export class SandboxWorld {
     });
     if (onNetwork.length === 0) return results;
     const pick = <T>(f: (m: OutgoingMessage) => T): T[] => onNetwork.map((i) => f(batch[i]!));
-    const rows = await this.database.queryPrepared<{ network_message_id: string; send_calls: number; to: string }>({
-      name: 'sandbox_accept',
-      text: `INSERT INTO sandbox_messages AS sm
+    const rows = await this.database.query<{ network_message_id: string; send_calls: number; to: string }>(
+      `INSERT INTO sandbox_messages AS sm
          (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, deliver_at, read_at)
        SELECT m.nid, $1, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE now() + $10 * interval '1 millisecond' END,
@@ -156,7 +155,7 @@ export class SandboxWorld {
          deliver_at = COALESCE(sm.deliver_at, CASE WHEN right(sm."to", 4) = '0001' THEN NULL ELSE now() + $10 * interval '1 millisecond' END),
          read_at = COALESCE(sm.read_at, CASE WHEN right(sm."to", 4) IN ('0001', '0002') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END)
        RETURNING network_message_id, send_calls, "to"`,
-      values: [
+      [
         deviceId,
         pick((m) => m.networkMessageId),
         pick((m) => m.accountId),
@@ -168,7 +167,7 @@ export class SandboxWorld {
         pick((m) => m.media?.fileName ?? null),
         this.receiptMs,
       ],
-    });
+    );
     const calls = new Map(rows.map((row) => [row.network_message_id, row]));
     for (const index of onNetwork) {
       const row = calls.get(batch[index]!.networkMessageId);
