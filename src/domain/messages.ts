@@ -292,12 +292,20 @@ export class MessageService {
 
   private readonly acceptQueue: { request: AcceptRequest; resolve(row: AcceptRow | undefined): void; reject(error: unknown): void }[] = [];
   private acceptsInFlight = 0;
+  private acceptPumpScheduled = false;
 
   /** Accepts a direct send: batched with the others waiting, when there are any. */
   private accept(request: AcceptRequest): Promise<AcceptRow | undefined> {
     return new Promise((resolve, reject) => {
       this.acceptQueue.push({ request, resolve, reject });
-      this.pumpAccepts();
+      // After the other requests read in this turn of the event loop, so they share the statement.
+      if (!this.acceptPumpScheduled) {
+        this.acceptPumpScheduled = true;
+        setImmediate(() => {
+          this.acceptPumpScheduled = false;
+          this.pumpAccepts();
+        });
+      }
     });
   }
 

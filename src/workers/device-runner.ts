@@ -47,6 +47,7 @@ export class DeviceRunner {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private readonly directPending: ClaimedMessage[] = [];
   private readonly directTasks = new Set<Promise<void>>();
+  private directPumpScheduled = false;
 
   constructor(private readonly options: DeviceRunnerOptions) {
     this.status = options.device.status;
@@ -83,14 +84,21 @@ export class DeviceRunner {
    */
   sendNow(messages: ClaimedMessage[]): void {
     this.directPending.push(...messages);
-    this.pumpDirect();
+    // After the other hand-overs of this turn of the event loop, so they share the batch.
+    if (!this.directPumpScheduled) {
+      this.directPumpScheduled = true;
+      setImmediate(() => {
+        this.directPumpScheduled = false;
+        this.pumpDirect();
+      });
+    }
   }
 
   private pumpDirect(): void {
     while (this.directTasks.size < DIRECT_PIPELINES && this.directPending.length > 0) {
       const batch = this.directPending.splice(0, this.options.batchSize);
       // Stopping: what was not handed over goes back to the queue for the device's next owner.
-      const work = this.stopped ? this.options.queue.release(batch.map((m) => m.id)) : this.sendBatch(batch);
+      const work = this.stopped ? this.options.queue.release(batch.map((m) => m.id)) : this.sendBatch(batch, true);
       const task: Promise<void> = work
         .catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'direct send failed'))
         .finally(() => {
@@ -303,7 +311,8 @@ export class DeviceRunner {
     this.nextBulkAt = Date.now() + min + Math.random() * (max - min);
   }
 
-  private async sendBatch(messages: ClaimedMessage[]): Promise<void> {
+  /** `handedOver`: direct sends of this process's API, whose requests wait here (no other process needs to hear of them). */
+  private async sendBatch(messages: ClaimedMessage[], handedOver = false): Promise<void> {
     const { queue, bus, http } = this.options;
     if (!this.options.leaseValid() || !this.session) {
       await queue.release(messages.map((m) => m.id));
@@ -342,7 +351,7 @@ export class DeviceRunner {
       const ids = summary.directIds.slice(i, i + 200).join(',');
       // Waiters in this process get the rows too (no read needed); other processes hear the ids.
       bus.local('waygate_acks', ids, summary.directRows);
-      bus.publishSoon('waygate_acks', ids);
+      if (!handedOver) bus.publishSoon('waygate_acks', ids);
     }
   }
 }
