@@ -46,6 +46,9 @@ import { healthRoutes } from './http/routes/health.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 
+const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
+let requestCount = 0;
+
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 export interface Services {
@@ -121,7 +124,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       },
     },
     bodyLimit: config.bodyLimitBytes,
-    genReqId: () => `req_${randomBytes(9).toString('base64url')}`,
+    // Unique per process and cheap (a counter after a random prefix): only logs correlate by it.
+    genReqId: () => `req_${REQUEST_ID_PREFIX}${(++requestCount).toString(36)}`,
     requestIdHeader: false,
     trustProxy: true,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -189,7 +189,8 @@ export class MessageQueue {
         directRows = await this.database.query<MessageRow>(
           `WITH done AS (
              UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2 RETURNING *, waygate_message_json(messages) AS event_data),
+              WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
+              RETURNING messages AS message, account_id, job_id, priority, waygate_message_json(messages) AS event_data),
            counts AS (SELECT job_id, count(*)::int AS n FROM done WHERE job_id IS NOT NULL GROUP BY job_id),
            jobs AS (
              UPDATE bulk_jobs j SET sent_count = j.sent_count + c.n,
@@ -202,7 +203,7 @@ export class MessageQueue {
              UNION ALL
              SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
            ${appendEventsSql('src')}
-           SELECT * FROM done WHERE priority = 0`,
+           SELECT (message).* FROM done WHERE priority = 0`,
           [sent, this.workerId],
         );
       }
