@@ -89,7 +89,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
           connectionString: options.databaseUrl,
           max: Math.max(2, Math.ceil((options.poolSize ?? 20) / 2)),
           application_name: `${options.applicationName ?? 'waygate'}-generic`,
-          options: `-c plan_cache_mode=force_generic_plan${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
+          // Sequential scans off too: a generic plan is costed with the statistics of the moment
+          // it is made, and a scan chosen while a table was small would stay after it grew.
+          options: `-c plan_cache_mode=force_generic_plan -c enable_seqscan=off${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
         });
         genericPool.on('error', () => undefined);
       }

@@ -186,8 +186,11 @@ export class MessageQueue {
       // The common case, in one statement: mark SENT, count them into their jobs, complete the
       // jobs that are done, and hand back the direct sends' rows for their waiting requests.
       if (sent.length > 0) {
-        directRows = await this.database.query<MessageRow>(
-          `WITH done AS (
+        directRows = await this.database.queryPrepared<MessageRow>({
+          // Planned once: direct sends come in small batches, whose planning cost more than running them.
+          name: 'queue_sent',
+          genericPlan: true,
+          text: `WITH done AS (
              UPDATE messages SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
               WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
               RETURNING messages AS message, account_id, job_id, priority, waygate_message_json(messages) AS event_data),
@@ -204,8 +207,8 @@ export class MessageQueue {
              SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
            ${appendEventsSql('src')}
            SELECT (message).* FROM done WHERE priority = 0`,
-          [sent, this.workerId],
-        );
+          values: [sent, this.workerId],
+        });
       }
     } else {
       // Locks in the one order every writer uses: messages, then jobs, then the account (events last).
