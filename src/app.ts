@@ -35,16 +35,8 @@ import { dashboardPlugin } from './http/dashboard/plugin.js';
 import { installErrorHandler } from './http/error-handler.js';
 import { installMetrics } from './metrics.js';
 import { redactUrl } from './http/redact.js';
-import { accountRoutes } from './http/routes/account.js';
-import { contactRoutes } from './http/routes/contacts.js';
-import { deviceRoutes } from './http/routes/devices.js';
-import { eventRoutes } from './http/routes/events.js';
-import { messageRoutes } from './http/routes/messages.js';
-import { sandboxRoutes } from './http/routes/sandbox.js';
-import { groupRoutes } from './http/routes/groups.js';
 import { healthRoutes } from './http/routes/health.js';
-import { tokenRoutes } from './http/routes/tokens.js';
-import { webhookRoutes } from './http/routes/webhooks.js';
+import { registerResourceRoutes } from './http/routes/resources.js';
 
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCount = 0;
@@ -193,15 +185,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const api = async (scope: FastifyInstance): Promise<void> => {
     installAuth(scope, services.tokens);
     if (limitRate) scope.addHook('onRequest', scope.rateLimit());
-    await scope.register(accountRoutes, { accounts: services.accounts });
-    await scope.register(tokenRoutes, { tokens: services.tokens });
-    await scope.register(contactRoutes, { contacts: services.contacts });
-    await scope.register(groupRoutes, { groups: services.groups });
-    await scope.register(deviceRoutes, { devices: services.devices });
-    await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
-    await scope.register(webhookRoutes, { webhooks: services.webhooks });
-    await scope.register(eventRoutes, { events: services.events });
-    if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });
+    await registerResourceRoutes(scope, services, database);
   };
   // A worker-only process serves just the ops routes (health, readiness, metrics).
   if (options.apiRoutes !== false) {

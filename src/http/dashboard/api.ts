@@ -16,16 +16,8 @@ import type { DashboardSession, DashboardSessionService, NewSession } from '../.
 import { sameSecret } from '../../domain/dashboard-sessions.js';
 import { TOKEN_SCOPES } from '../../domain/tokens.js';
 import { AppError } from '../../errors.js';
-import { accountRoutes } from '../routes/account.js';
-import { contactRoutes } from '../routes/contacts.js';
-import { deviceRoutes } from '../routes/devices.js';
-import { eventRoutes } from '../routes/events.js';
-import { groupRoutes } from '../routes/groups.js';
-import { messageRoutes } from '../routes/messages.js';
-import { sandboxRoutes } from '../routes/sandbox.js';
-import { tokenRoutes } from '../routes/tokens.js';
-import { webhookRoutes } from '../routes/webhooks.js';
 import { deviceStream, type StreamRegistry } from './stream.js';
+import { registerResourceRoutes } from '../routes/resources.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -165,15 +157,7 @@ export const dashboardApi: FastifyPluginAsyncTypebox<DashboardApiOptions> = asyn
     });
     scope.get('/stream', (request, reply) => deviceStream(request, reply, services, options.streams));
 
-    await scope.register(accountRoutes, { accounts: services.accounts });
-    await scope.register(tokenRoutes, { tokens: services.tokens });
-    await scope.register(contactRoutes, { contacts: services.contacts });
-    await scope.register(groupRoutes, { groups: services.groups });
-    await scope.register(deviceRoutes, { devices: services.devices });
-    await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
-    await scope.register(webhookRoutes, { webhooks: services.webhooks });
-    await scope.register(eventRoutes, { events: services.events });
-    if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });
+    await registerResourceRoutes(scope, services, database);
   });
 
   // Unknown /dashboard/api paths answer like the public API, not with the single-page app.
