@@ -176,7 +176,7 @@ describe('NETWORK=whatsapp through the API', () => {
   it('stores an incoming message and writes message.received with the sender\'s number (a @lid sender mapped)', async () => {
     socket.incoming([
       { key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'INCOMING-1', fromMe: false }, message: { conversation: 'is it in stock?' } },
-      { key: { remoteJid: '5550001@lid', id: 'INCOMING-2', fromMe: false, senderPn: '6281399999999@s.whatsapp.net' }, message: { imageMessage: { mimetype: 'image/jpeg', caption: 'this one' } } },
+      { key: { remoteJid: '5550001@lid', id: 'INCOMING-2', fromMe: false, senderPn: '6281399999999@s.whatsapp.net' }, message: { imageMessage: { mimetype: 'image/jpeg', caption: 'this one', fileLength: 48213 } } },
     ]);
     const received = await waitFor(async () => {
       const list = await events('message.received');
@@ -186,6 +186,10 @@ describe('NETWORK=whatsapp through the API', () => {
       ['6281388888888', 'TEXT', 'is it in stock?'],
       ['6281399999999', 'IMAGE', 'this one'],
     ]);
+    // The media's metadata is stored and shown (the file stays on the network).
+    expect(received.map((e) => e.data.media)).toEqual([null, { mimeType: 'image/jpeg', sizeBytes: 48213 }]);
+    const { body: stored } = await api<{ data: { media: unknown; direction: string } }>('GET', `/messages/${String(received[1]!.data.id)}`);
+    expect(stored.data).toMatchObject({ direction: 'in', media: { mimeType: 'image/jpeg', sizeBytes: 48213 } });
     // A redelivery of the same message is not stored twice.
     socket.incoming([{ key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'INCOMING-1', fromMe: false }, message: { conversation: 'is it in stock?' } }], 'append');
     await sleep(200);

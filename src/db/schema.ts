@@ -219,6 +219,8 @@ export const messages = pgTable(
     type: text('type').notNull(),
     content: text('content').notNull(),
     mediaUrl: text('media_url'),
+    /** Incoming media: what the network says about it ({mimeType, fileName?, sizeBytes?, seconds?}). */
+    media: jsonb('media'),
     /** SCHEDULED → QUEUED → SENDING → SENT → DELIVERED → READ; FAILED, CANCELLED. */
     status: text('status').notNull(),
     /** 0 = direct send, 1 = bulk: direct sends are claimed first. */

@@ -1,5 +1,5 @@
 /** Message and bulk-job records as the API shows them, and the rules of their states. */
-import type { MessageType } from '../network/network.js';
+import type { IncomingMedia, MessageType } from '../network/network.js';
 
 export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
 export type BulkJobStatus = 'SCHEDULED' | 'PROCESSING' | 'COMPLETED' | 'CANCELLED';
@@ -27,6 +27,8 @@ export interface Message {
   type: MessageType;
   content: string;
   mediaUrl: string | null;
+  /** Incoming media: what the network says about it (the file stays on the network). */
+  media: IncomingMedia | null;
   status: MessageStatus;
   attempts: number;
   error: { code: string; message: string } | null;
@@ -51,6 +53,7 @@ export interface MessageRow {
   type: MessageType;
   content: string;
   media_url: string | null;
+  media: IncomingMedia | null;
   status: MessageStatus;
   attempts: number;
   error_code: string | null;
@@ -76,6 +79,7 @@ export const toMessage = (r: MessageRow): Message => ({
   type: r.type,
   content: r.content,
   mediaUrl: r.media_url,
+  media: r.media ?? null,
   status: r.status,
   attempts: r.attempts,
   error: r.error_code ? { code: r.error_code, message: r.error_message ?? '' } : null,

@@ -20,6 +20,18 @@ export const MessageSchema = Type.Object({
   type: MessageType,
   content: Type.String({ description: 'Text, or the caption of a media message' }),
   mediaUrl: NullableString,
+  media: Type.Union(
+    [
+      Type.Object({
+        mimeType: Type.String(),
+        fileName: Type.Optional(Type.String()),
+        sizeBytes: Type.Optional(Type.Integer()),
+        seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
+      }),
+      Type.Null(),
+    ],
+    { description: 'An incoming media message: what the network says about the file (the file itself stays on the network)' },
+  ),
   status: MessageStatus,
   attempts: Type.Integer(),
   error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
