@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { appendEventsSql } from '../domain/events.js';
+import { BatchPump } from '../batch-pump.js';
 import { newId } from '../ids.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
@@ -45,12 +46,12 @@ export class DeviceRunner {
   private nextBulkAt = 0;
   private reconnectAttempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
-  private readonly directPending: ClaimedMessage[] = [];
-  private readonly directTasks = new Set<Promise<void>>();
-  private directPumpScheduled = false;
+  /** Direct sends handed over by the API in this process, batched (see sendNow). */
+  private readonly direct: BatchPump<ClaimedMessage>;
 
   constructor(private readonly options: DeviceRunnerOptions) {
     this.status = options.device.status;
+    this.direct = new BatchPump((batch) => this.sendDirectBatch(batch), { maxInFlight: DIRECT_PIPELINES, maxBatch: options.batchSize });
   }
 
   get deviceId(): string {
@@ -83,29 +84,16 @@ export class DeviceRunner {
    * are in flight share the next one, so their outcomes are written together.
    */
   sendNow(messages: ClaimedMessage[]): void {
-    this.directPending.push(...messages);
-    // After the other hand-overs of this turn of the event loop, so they share the batch.
-    if (!this.directPumpScheduled) {
-      this.directPumpScheduled = true;
-      setImmediate(() => {
-        this.directPumpScheduled = false;
-        this.pumpDirect();
-      });
-    }
+    this.direct.push(...messages);
   }
 
-  private pumpDirect(): void {
-    while (this.directTasks.size < DIRECT_PIPELINES && this.directPending.length > 0) {
-      const batch = this.directPending.splice(0, this.options.batchSize);
-      // Stopping: what was not handed over goes back to the queue for the device's next owner.
-      const work = this.stopped ? this.options.queue.release(batch.map((m) => m.id)) : this.sendBatch(batch, true);
-      const task: Promise<void> = work
-        .catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'direct send failed'))
-        .finally(() => {
-          this.directTasks.delete(task);
-          this.pumpDirect();
-        });
-      this.directTasks.add(task);
+  /** One batch of hand-overs; when stopping, what was not handed over goes back to the queue for the device's next owner. */
+  private async sendDirectBatch(batch: ClaimedMessage[]): Promise<void> {
+    try {
+      if (this.stopped) await this.options.queue.release(batch.map((m) => m.id));
+      else await this.sendBatch(batch, true);
+    } catch (error) {
+      this.options.log.error({ err: error, deviceId: this.deviceId }, 'direct send failed');
     }
   }
 
@@ -126,7 +114,7 @@ export class DeviceRunner {
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.wake();
     await Promise.all(this.loops);
-    while (this.directTasks.size > 0) await Promise.all([...this.directTasks]);
+    await this.direct.drain();
     if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));
     else await this.session?.close().catch(() => undefined);
   }

@@ -1,0 +1,46 @@
+/**
+ * Collects items into batches for a batched operation (one statement, one hand-over to the
+ * network): items pushed in one turn of the event loop go together, at most `maxInFlight`
+ * batches run at once, and what arrives meanwhile waits for the next batch, so batches grow
+ * with the load and a lone item still goes at once.
+ */
+export class BatchPump<T> {
+  private pending: T[] = [];
+  private scheduled = false;
+  private readonly running = new Set<Promise<void>>();
+
+  /** `run` handles its own failures: a rejection is only logged by the caller's code, never here. */
+  constructor(
+    private readonly run: (batch: T[]) => Promise<void>,
+    private readonly options: { maxInFlight: number; maxBatch: number },
+  ) {}
+
+  push(...items: T[]): void {
+    this.pending.push(...items);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.pump();
+    });
+  }
+
+  /** Resolves once nothing is waiting or running. */
+  async drain(): Promise<void> {
+    while (this.running.size > 0 || this.pending.length > 0 || this.scheduled) {
+      if (this.running.size > 0) await Promise.all([...this.running]);
+      else await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private pump(): void {
+    while (this.running.size < this.options.maxInFlight && this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.options.maxBatch);
+      const task: Promise<void> = this.run(batch).finally(() => {
+        this.running.delete(task);
+        this.pump();
+      });
+      this.running.add(task);
+    }
+  }
+}
