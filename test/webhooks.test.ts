@@ -37,7 +37,7 @@ interface DeliveryBody {
   id: string;
   eventId: string;
   eventType: string;
-  eventSeq: number;
+  eventSeq: number | null;
   status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
   attempts: number;
   nextAttemptAt: string | null;
@@ -49,7 +49,7 @@ interface DeliveryBody {
 }
 interface TestEventBody {
   eventId: string;
-  eventSeq: number;
+  eventSeq: null;
   deliveryId: string;
 }
 
@@ -364,11 +364,11 @@ describe('test events and the delivery log', () => {
     const test = await sendTest(tenant, target.id);
     expect(test.eventId).toMatch(/^evt_/);
     expect(test.deliveryId).toMatch(/^whd_/);
-    expect(test.eventSeq).toBeGreaterThanOrEqual(1);
+    // Outside the account's sequence: the other endpoint must not see a hole.
+    expect(test.eventSeq).toBeNull();
 
-    const [event] = await ctx.database.query<{ type: string; seq: number; data: unknown; account_id: string }>('SELECT * FROM events WHERE id = $1', [test.eventId]);
-    expect(event).toMatchObject({ type: 'webhook.test', account_id: tenant.accountId, data: { endpointId: target.id, message: 'This is a test event from Waygate' } });
-    expect(Number(event!.seq)).toBe(test.eventSeq);
+    const [event] = await ctx.database.query<{ type: string; seq: number | null; data: unknown; account_id: string }>('SELECT * FROM events WHERE id = $1', [test.eventId]);
+    expect(event).toMatchObject({ type: 'webhook.test', account_id: tenant.accountId, seq: null, data: { endpointId: target.id, message: 'This is a test event from Waygate' } });
 
     const log = await deliveries(tenant, target.id);
     expect(log.meta).toEqual({ total: 1, page: 1, limit: 50 });
@@ -389,9 +389,13 @@ describe('test events and the delivery log', () => {
     });
     expect((await deliveries(tenant, other.id)).data).toEqual([]);
 
-    // Sequence numbers keep counting.
+    // Another test is another event; neither takes a seq, and GET /events lists neither.
     const next = await sendTest(tenant, target.id);
-    expect(next.eventSeq).toBe(test.eventSeq + 1);
+    expect(next.eventId).not.toBe(test.eventId);
+    expect(next.eventSeq).toBeNull();
+    const listed = await ctx.app.inject({ method: 'GET', url: '/events', headers: { 'x-api-key': tenant.token } });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json<{ data: unknown[]; meta: { lastSeq: number } }>()).toMatchObject({ data: [], meta: { lastSeq: 0 } });
   });
 
   it('a test of an inactive endpoint is 409 (only active endpoints are delivered to)', async () => {

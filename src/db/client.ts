@@ -8,6 +8,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.js';
 import { schema, type Schema } from './schema.js';
@@ -143,19 +144,26 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       extensions: { pg_trgm },
     });
     const db = drizzlePglite(pglite, { schema }) as unknown as Db;
+    // A PGlite statement runs in this thread and resolves on microtasks alone: a loop of them
+    // would never let a request, a timer or a signal in. Each statement and transaction first
+    // waits for the event loop's next turn, so whatever is queued (an API request's statement
+    // among it) goes before it: the one connection is shared in turn, never monopolised.
     return {
       kind: 'pglite',
       db,
       pglite,
       async query<T>(text: string, params: unknown[] = []) {
+        await nextMacrotask();
         const result = await pglite.query<T>(text, params);
         return result.rows;
       },
       async queryPrepared<T>(statement: PreparedStatement) {
+        await nextMacrotask();
         const result = await pglite.query<T>(statement.text, statement.values);
         return result.rows;
       },
-      transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+        await nextMacrotask();
         return pglite.transaction((tx) =>
           work({
             async query<R>(text: string, params: unknown[] = []) {

@@ -21,41 +21,50 @@ export interface EventRecord {
 /**
  * SQL: CTEs that append the rows of CTE `source` (columns account_id text, type text, data
  * jsonb) as events and queue their webhook deliveries. `onlyEndpoint` (a SQL expression)
- * restricts the deliveries to one endpoint (test events). Append after a WITH list: the caller
- * writes `WITH <its CTEs>, ${appendEventsSql('src')} SELECT …`.
+ * makes them test events for that one endpoint: they take no seq (the account's sequence is
+ * what every endpoint and GET /events see, and a test seen by one endpoint would be a hole for
+ * the others) and are not listed by GET /events. Append after a WITH list: the caller writes
+ * `WITH <its CTEs>, ${appendEventsSql('src')} SELECT …`.
  */
 export function appendEventsSql(source: string, onlyEndpoint?: string): string {
+  const numbered = onlyEndpoint === undefined;
   return `
   ev_src AS (SELECT account_id, type, data, row_number() OVER () AS ord FROM ${source}),
-  ev_counts AS (SELECT account_id, count(*)::bigint AS n FROM ev_src GROUP BY account_id),
+  ${
+    numbered
+      ? `ev_counts AS (SELECT account_id, count(*)::bigint AS n FROM ev_src GROUP BY account_id),
   ev_bump AS (
     UPDATE accounts a SET event_seq = a.event_seq + c.n FROM ev_counts c WHERE a.id = c.account_id
     RETURNING a.id, a.event_seq - c.n AS base),
-  ev_rows AS (
+  ev_num AS (
     SELECT s.account_id, s.type, s.data, b.base + row_number() OVER (PARTITION BY s.account_id ORDER BY s.ord) AS seq
       FROM ev_src s JOIN ev_bump b ON b.id = s.account_id),
+  ev_rows AS (SELECT account_id, type, data, seq, 'evt_' || substr(account_id, 5) || lpad(seq::text, 12, '0') AS id FROM ev_num),`
+      : `ev_rows AS (
+    SELECT s.account_id, s.type, s.data, NULL::bigint AS seq, 'evt_' || replace(gen_random_uuid()::text, '-', '') AS id FROM ev_src s),`
+  }
   ev_ins AS (
     INSERT INTO events (id, account_id, seq, type, data)
-    SELECT 'evt_' || substr(account_id, 5) || lpad(seq::text, 12, '0'), account_id, seq, type, data FROM ev_rows
+    SELECT id, account_id, seq, type, data FROM ev_rows
     RETURNING id, account_id, type),
   ev_deliveries AS (
     INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, next_attempt_at)
     SELECT 'whd_' || substr(e.id, 5) || substr(w.id, 4), e.account_id, w.id, e.id, now()
       FROM ev_ins e JOIN webhook_endpoints w ON w.account_id = e.account_id
-     WHERE ${onlyEndpoint ? `w.id = ${onlyEndpoint}` : `w.active AND (cardinality(w.events) = 0 OR e.type = ANY(w.events))`}
+     WHERE ${numbered ? `w.active AND (cardinality(w.events) = 0 OR e.type = ANY(w.events))` : `w.id = ${onlyEndpoint}`}
     RETURNING 1)`;
 }
 
-/** Appends events given as JSON from Node (for the rare paths that build them there). */
-export async function appendEvents(tx: Queryable, items: { accountId: string; type: EventType; data: unknown }[], onlyEndpoint?: string): Promise<number> {
-  if (items.length === 0) return 0;
-  const [row] = await tx.query<{ deliveries: number }>(
+/** Appends events given as JSON from Node (for the rare paths that build them there); returns their ids. */
+export async function appendEvents(tx: Queryable, items: { accountId: string; type: EventType; data: unknown }[], onlyEndpoint?: string): Promise<string[]> {
+  if (items.length === 0) return [];
+  const rows = await tx.query<{ id: string }>(
     `WITH src AS (SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS s(account_id, type, data)),
      ${appendEventsSql('src', onlyEndpoint ? '$4' : undefined)}
-     SELECT (SELECT count(*)::int FROM ev_deliveries) AS deliveries, (SELECT count(*) FROM ev_ins) AS events`,
+     SELECT id FROM ev_ins WHERE (SELECT count(*) FROM ev_deliveries) >= 0`,
     [items.map((i) => i.accountId), items.map((i) => i.type), items.map((i) => JSON.stringify(i.data)), ...(onlyEndpoint ? [onlyEndpoint] : [])],
   );
-  return row?.deliveries ?? 0;
+  return rows.map((row) => row.id);
 }
 
 export class EventService {

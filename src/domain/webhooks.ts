@@ -67,7 +67,8 @@ export interface WebhookDelivery {
   id: string;
   eventId: string;
   eventType: EventType;
-  eventSeq: number;
+  /** Null for webhook.test events, which stand outside the account's sequence. */
+  eventSeq: number | null;
   status: DeliveryStatus;
   attempts: number;
   nextAttemptAt: Date | null;
@@ -107,7 +108,7 @@ interface DeliveryRow {
   id: string;
   event_id: string;
   event_type: EventType;
-  event_seq: number;
+  event_seq: number | null;
   status: DeliveryStatus;
   attempts: number;
   next_attempt_at: Date | null;
@@ -341,7 +342,7 @@ export class WebhookService {
    * Appends a `webhook.test` event delivered to this endpoint only. 409 when the endpoint is
    * inactive: only active endpoints are delivered to, so the test would wait until activation.
    */
-  async test(accountId: string, id: string): Promise<{ eventId: string; eventSeq: number; deliveryId: string }> {
+  async test(accountId: string, id: string): Promise<{ eventId: string; eventSeq: null; deliveryId: string }> {
     const result = await this.database.transaction(async (tx) => {
       const endpoint = await this.endpointRow(tx, accountId, id);
       if (!endpoint.active) {
@@ -350,19 +351,11 @@ export class WebhookService {
           disabledReason: endpoint.disabled_reason,
         });
       }
-      await appendEvents(tx, [{ accountId, type: 'webhook.test', data: { endpointId: id, message: TEST_EVENT_MESSAGE } }], id);
-      // The account row is locked by the append until commit, so event_seq is the event just written.
-      const [row] = await tx.query<{ event_id: string; event_seq: number; delivery_id: string }>(
-        `SELECT e.id AS event_id, e.seq AS event_seq, d.id AS delivery_id
-           FROM accounts a
-           JOIN events e ON e.account_id = a.id AND e.seq = a.event_seq
-           JOIN webhook_deliveries d ON d.event_id = e.id AND d.endpoint_id = $2
-          WHERE a.id = $1`,
-        [accountId, id],
-      );
+      const [eventId] = await appendEvents(tx, [{ accountId, type: 'webhook.test', data: { endpointId: id, message: TEST_EVENT_MESSAGE } }], id);
+      const [row] = await tx.query<{ delivery_id: string }>(`SELECT id AS delivery_id FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2`, [eventId, id]);
       // No delivery: the endpoint was deleted meanwhile (throwing rolls the event back).
-      if (!row) throw notFound();
-      return { eventId: row.event_id, eventSeq: Number(row.event_seq), deliveryId: row.delivery_id };
+      if (!eventId || !row) throw notFound();
+      return { eventId, eventSeq: null, deliveryId: row.delivery_id };
     });
     this.wakeWorker();
     return result;
@@ -389,7 +382,7 @@ export class WebhookService {
       id: r.id,
       eventId: r.event_id,
       eventType: r.event_type,
-      eventSeq: Number(r.event_seq),
+      eventSeq: r.event_seq === null ? null : Number(r.event_seq),
       status: r.status,
       attempts: r.attempts,
       nextAttemptAt: r.next_attempt_at,

@@ -79,6 +79,8 @@ export interface GuardedFetchOptions {
   body?: string | Buffer;
   timeoutMs: number;
   allowPrivate: boolean;
+  /** Aborts the request before its timeout (a worker that stops). */
+  signal?: AbortSignal;
 }
 
 export class GuardedHttp {
@@ -124,7 +126,7 @@ export class GuardedHttp {
       body: options.body,
       redirect: 'manual',
       dispatcher: this.agent,
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal: options.signal ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]) : AbortSignal.timeout(options.timeoutMs),
     });
   }
 

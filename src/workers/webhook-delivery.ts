@@ -10,11 +10,18 @@
  * delays its deliveries: another worker sends them again after the lease (at least once;
  * receivers de-duplicate by webhook-id). The worker takes at most a few deliveries of each endpoint at a time and never
  * waits on one endpoint to serve another, so a slow or dead endpoint cannot hold up the rest.
+ *
+ * Bounded by construction: deliveries claimed and not yet recorded (in flight, or finished and
+ * waiting for the next write) never exceed `total`, so a backlog whose every attempt fails at once
+ * (a refused private address) is worked through `total` at a time, each batch recorded before the
+ * next is claimed, between turns of the event loop (WakeLoop). Within an endpoint, first attempts
+ * and retries are claimed in turn, so a fresh event never waits behind the endpoint's backlog.
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { webhookAttempts } from '../metrics.js';
+import { WakeLoop } from '../wake-loop.js';
 import { webhookHeaders } from '../outbound/standard-webhooks.js';
 import { type GuardedHttp, unsafeCause } from '../outbound/ssrf.js';
 
@@ -29,6 +36,8 @@ export interface WebhookDeliveryOptions {
 }
 
 const IDLE_POLL_MS = 50;
+/** On stop, requests in flight get this long to finish; the rest are abandoned and released for the next worker. */
+const STOP_GRACE_MS = 2_000;
 const EXCERPT_CHARS = 1000;
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
@@ -37,7 +46,8 @@ interface Claimed {
   endpoint_id: string;
   attempts: number;
   event_id: string;
-  seq: number;
+  /** Null for webhook.test events. */
+  seq: number | null;
   type: string;
   /** The event's data as JSON text (jsonb output), put in the body as it is: no parse and re-serialise per attempt. */
   data: string;
@@ -71,17 +81,17 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
 }
 
 export class WebhookDelivery {
-  private stopped = true;
-  private loop: Promise<void> | undefined;
+  private readonly loop: WakeLoop;
   private readonly inflight = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
+  /** Aborts the requests still in flight when stop()'s grace runs out. */
+  private readonly abandon = new AbortController();
   private outcomes: Outcome[] = [];
+  /** Deliveries whose request was abandoned by stop(): released unrecorded, for the next worker. */
+  private readonly abandoned: string[] = [];
   private flushing: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
   private endpointsActive = false;
   private endpointsKnownUntil = 0;
-  /** Set by a wake-up (a notification, a finished attempt) so one that comes during a claim is not lost. */
-  private woken = false;
   private unsubscribe: (() => void) | undefined;
   private readonly timeoutMs: number;
   private readonly leaseMs: number;
@@ -100,30 +110,39 @@ export class WebhookDelivery {
     this.leaseMs = Math.max(1_000, this.timeoutMs * 2);
     this.perEndpoint = options.perEndpoint ?? 32;
     this.total = options.total ?? 256;
+    this.loop = new WakeLoop(() => this.turn(), { name: 'webhook delivery', log });
   }
 
   start(): void {
-    this.stopped = false;
     this.unsubscribe = this.bus.subscribe('waygate_webhooks', (payload) => {
       if (payload === 'endpoints') this.endpointsKnownUntil = 0;
-      this.wake();
+      this.loop.wake();
     });
-    this.loop = this.run();
+    this.loop.start();
   }
 
-  /** Stops claiming, lets the requests in flight finish (each within its timeout), records them. */
+  /**
+   * Stops claiming and records what is in flight. Requests get STOP_GRACE_MS to finish; the rest
+   * are aborted and their claims released, so the next worker sends them at once (at least once).
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
     this.unsubscribe?.();
-    this.wake();
-    await this.loop;
-    await Promise.all(this.running);
+    await this.loop.stop();
+    const settled = Promise.all(this.running);
+    const grace = new Promise<'late'>((resolve) => setTimeout(resolve, STOP_GRACE_MS, 'late').unref());
+    if ((await Promise.race([settled, grace])) === 'late') {
+      this.abandon.abort();
+      await settled;
+    }
     await this.flush();
-  }
-
-  private wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    if (this.abandoned.length > 0) {
+      await this.database
+        .query('UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ANY($1::text[]) AND claimed_by = $2', [
+          this.abandoned,
+          this.options.workerId,
+        ])
+        .catch((error: unknown) => this.log.warn({ err: error }, 'releasing abandoned webhook deliveries failed; their claims run out instead'));
+    }
   }
 
   private inFlightTotal(): number {
@@ -132,29 +151,14 @@ export class WebhookDelivery {
     return sum;
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      let claimed: Claimed[] = [];
-      this.woken = false;
-      try {
-        if (this.inFlightTotal() < this.total && (await this.anyActiveEndpoint())) claimed = await this.claim();
-      } catch (error) {
-        this.log.error({ err: error }, 'claiming webhook deliveries failed');
-      }
-      for (const delivery of claimed) this.launch(delivery);
-      // Sleep until woken or the idle poll, unless something woke the loop while it was claiming.
-      if (claimed.length === 0 && !this.stopped && !this.woken) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, IDLE_POLL_MS);
-          function done(): void {
-            clearTimeout(timer);
-            resolve();
-          }
-          this.wakeUp = done;
-        });
-        this.wakeUp = undefined;
-      }
-    }
+  /** One turn: record finished attempts, then claim as many as the bound leaves room for. */
+  private async turn(): Promise<number> {
+    if (this.outcomes.length > 0) await this.flush();
+    const room = this.total - this.inFlightTotal() - this.outcomes.length;
+    if (room <= 0 || !(await this.anyActiveEndpoint())) return IDLE_POLL_MS;
+    const claimed = await this.claim(room);
+    for (const delivery of claimed) this.launch(delivery);
+    return claimed.length > 0 ? 0 : IDLE_POLL_MS;
   }
 
   /**
@@ -171,9 +175,17 @@ export class WebhookDelivery {
     return this.endpointsActive;
   }
 
-  private async claim(): Promise<Claimed[]> {
-    // Each endpoint gets as many as it has room for (perEndpoint minus its requests in flight).
+  /**
+   * Claims up to `limit` due deliveries, each endpoint as many as it has room for (perEndpoint
+   * minus its requests in flight), taking its first attempts and its retries in turn.
+   */
+  private async claim(limit: number): Promise<Claimed[]> {
     const held = [...this.inflight];
+    const due = (attempts: string) =>
+      `SELECT id FROM webhook_deliveries
+        WHERE endpoint_id = eps.id AND status = 'PENDING' AND ${attempts} AND next_attempt_at <= now()
+          AND (claimed_until IS NULL OR claimed_until < now())
+        ORDER BY next_attempt_at LIMIT eps.room FOR UPDATE SKIP LOCKED`;
     return this.database.query<Claimed>(
       `WITH eps AS (
          SELECT w.id, $3 - COALESCE(f.n, 0) AS room FROM webhook_endpoints w
@@ -181,17 +193,18 @@ export class WebhookDelivery {
           WHERE w.active AND $3 - COALESCE(f.n, 0) > 0),
        picked AS (
          SELECT d.id FROM eps CROSS JOIN LATERAL (
-           SELECT id FROM webhook_deliveries
-            WHERE endpoint_id = eps.id AND status = 'PENDING' AND next_attempt_at <= now()
-              AND (claimed_until IS NULL OR claimed_until < now())
-            ORDER BY next_attempt_at LIMIT eps.room FOR UPDATE SKIP LOCKED) AS d
+           SELECT id FROM (
+             SELECT id, row_number() OVER () AS turn FROM (${due('attempts = 0')}) fresh
+             UNION ALL
+             SELECT id, row_number() OVER () AS turn FROM (${due('attempts > 0')}) retry) both_kinds
+            ORDER BY turn LIMIT eps.room) AS d
          LIMIT $4)
        UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + $5 * interval '1 millisecond'
          FROM picked p, events e, webhook_endpoints w
         WHERE d.id = p.id AND e.id = d.event_id AND w.id = d.endpoint_id
        RETURNING d.id, d.endpoint_id, d.attempts, e.id AS event_id, e.seq, e.type, e.data::text AS data, e.created_at,
                  w.url, w.secret, w.previous_secret, (w.previous_secret_expires_at > now()) AS previous_valid`,
-      [this.options.workerId, held.map(([id]) => id), this.perEndpoint, this.total - this.inFlightTotal(), this.leaseMs, held.map(([, n]) => n)],
+      [this.options.workerId, held.map(([id]) => id), this.perEndpoint, limit, this.leaseMs, held.map(([, n]) => n)],
     );
   }
 
@@ -199,6 +212,10 @@ export class WebhookDelivery {
     this.inflight.set(delivery.endpoint_id, (this.inflight.get(delivery.endpoint_id) ?? 0) + 1);
     const task = this.attempt(delivery)
       .then((outcome) => {
+        if (!outcome) {
+          this.abandoned.push(delivery.id);
+          return;
+        }
         this.outcomes.push(outcome);
         this.scheduleFlush();
       })
@@ -210,13 +227,15 @@ export class WebhookDelivery {
         this.running.delete(task);
         // Claim again once the endpoint has room for a batch (half its slots), not after every
         // attempt: one claim statement per few deliveries instead of one per delivery.
-        if (left <= this.perEndpoint / 2) this.wake();
+        if (left <= this.perEndpoint / 2) this.loop.wake();
       });
     this.running.add(task);
   }
 
-  private async attempt(delivery: Claimed): Promise<Outcome> {
-    const body = `{"type":${JSON.stringify(delivery.type)},"timestamp":"${delivery.created_at.toISOString()}","seq":${Number(delivery.seq)},"data":${delivery.data}}`;
+  /** One attempt and its outcome; undefined when stop() abandoned it (not an attempt the endpoint failed). */
+  private async attempt(delivery: Claimed): Promise<Outcome | undefined> {
+    const seq = delivery.seq === null ? 'null' : String(Number(delivery.seq));
+    const body = `{"type":${JSON.stringify(delivery.type)},"timestamp":"${delivery.created_at.toISOString()}","seq":${seq},"data":${delivery.data}}`;
     const secrets = delivery.previous_secret && delivery.previous_valid ? [delivery.secret, delivery.previous_secret] : [delivery.secret];
     const attemptedAt = new Date();
     const headers = webhookHeaders({ id: delivery.event_id, timestamp: attemptedAt, body, secrets });
@@ -227,11 +246,19 @@ export class WebhookDelivery {
     let error: string | null = null;
     let retryAfter: number | undefined;
     try {
-      const response = await this.http.request(delivery.url, { method: 'POST', headers: { ...headers, 'user-agent': 'Waygate-Webhooks/1.0' }, body, timeoutMs: this.timeoutMs, allowPrivate: this.http.allowPrivate });
+      const response = await this.http.request(delivery.url, {
+        method: 'POST',
+        headers: { ...headers, 'user-agent': 'Waygate-Webhooks/1.0' },
+        body,
+        timeoutMs: this.timeoutMs,
+        allowPrivate: this.http.allowPrivate,
+        signal: this.abandon.signal,
+      });
       statusCode = response.status;
       retryAfter = retryAfterMs(response.headers.get('retry-after'));
       excerpt = await readExcerpt(response.body);
     } catch (caught) {
+      if (this.abandon.signal.aborted) return undefined;
       const unsafe = unsafeCause(caught);
       const message = unsafe ? unsafe.message : caught instanceof Error ? describeError(caught, this.timeoutMs) : String(caught);
       error = message;
@@ -285,7 +312,7 @@ export class WebhookDelivery {
            SELECT o.id, o.attempted_at, o.status_code, o.latency_ms, o.excerpt, o.error FROM o JOIN upd ON upd.id = o.id
            RETURNING 1),
          gone AS (
-           UPDATE webhook_endpoints SET active = false, disabled_reason = 'The endpoint answered 410 Gone at ' || now()::text, updated_at = now()
+           UPDATE webhook_endpoints SET active = false, disabled_reason = 'The endpoint answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), updated_at = now()
             WHERE id = ANY($11::text[]) AND active
            RETURNING id)
          SELECT (SELECT count(*) FROM upd) AS updated`,

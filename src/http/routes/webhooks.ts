@@ -50,7 +50,7 @@ const DeliverySchema = Type.Object({
   id: Type.String(),
   eventId: Type.String({ description: 'Also the webhook-id header of every attempt' }),
   eventType: Type.String({ enum: [...EVENT_TYPES] }),
-  eventSeq: Type.Integer(),
+  eventSeq: Type.Union([Type.Integer(), Type.Null()], { description: "The event's seq; null for webhook.test events, which stand outside the account's sequence" }),
   status: DeliveryStatusSchema,
   attempts: Type.Integer(),
   nextAttemptAt: NullableTimestamp,
@@ -187,7 +187,13 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         summary: 'Send a webhook.test event to this endpoint only (409 when the endpoint is inactive)',
         params: IdParams,
         response: {
-          202: successData(Type.Object({ eventId: Type.String(), eventSeq: Type.Integer(), deliveryId: Type.String() })),
+          202: successData(
+            Type.Object({
+              eventId: Type.String(),
+              eventSeq: Type.Null({ description: 'Always null: test events go to one endpoint and take no seq, so no endpoint sees a hole in the sequence' }),
+              deliveryId: Type.String(),
+            }),
+          ),
           ...errorResponses(...WEBHOOK_ERRORS, 'CONFLICT'),
         },
       },
