@@ -13,6 +13,7 @@ import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { NETWORK_MESSAGE_ID_SQL } from '../domain/message-model.js';
 import { completeJobs } from '../domain/message-queue.js';
+import { WakeLoop } from '../wake-loop.js';
 
 export const FANOUT_CHUNK = 10_000;
 const LOOPS = 2;
@@ -23,56 +24,27 @@ export const bulkMessageIdSql = (jobIdSql: string, positionSql: string): string 
 export const bulkMessageId = (jobId: string, position: number): string => `msg_${jobId.slice(4)}${String(position).padStart(7, '0')}`;
 
 export class BulkFanout {
-  private stopped = true;
-  private loops: Promise<void>[] = [];
-  private readonly sleepers = new Set<() => void>();
+  private readonly loops: WakeLoop[];
   private unsubscribe: (() => void) | undefined;
 
   constructor(
     private readonly database: Database,
     private readonly bus: Bus,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.loops = Array.from({ length: LOOPS }, () => new WakeLoop(async () => ((await this.step()) ? 0 : IDLE_MS), { name: 'bulk fan-out', log }));
+  }
 
   start(): void {
-    this.stopped = false;
     this.unsubscribe = this.bus.subscribe('waygate_dispatch', (payload) => {
-      if (payload === 'fanout') this.wake();
+      if (payload === 'fanout') for (const loop of this.loops) loop.wake();
     });
-    for (let i = 0; i < LOOPS; i++) this.loops.push(this.run());
+    for (const loop of this.loops) loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     this.unsubscribe?.();
-    this.wake();
-    await Promise.all(this.loops);
-  }
-
-  private wake(): void {
-    for (const wake of [...this.sleepers]) wake();
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      let worked = false;
-      try {
-        worked = await this.step();
-      } catch (error) {
-        this.log.error({ err: error }, 'bulk fan-out failed; retrying');
-      }
-      if (!worked && !this.stopped) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            clearTimeout(timer);
-            this.sleepers.delete(done);
-            resolve();
-          };
-          const timer = setTimeout(done, IDLE_MS);
-          this.sleepers.add(done);
-        });
-      }
-    }
+    await Promise.all(this.loops.map((loop) => loop.stop()));
   }
 
   /** Inserts one chunk of the oldest job that needs one, or finishes a job whose chunks are all in; false when there was nothing to do. */

@@ -8,6 +8,7 @@ import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { appendEventsSql } from '../domain/events.js';
 import { BatchPump } from '../batch-pump.js';
+import { WakeLoop } from '../wake-loop.js';
 import { newId } from '../ids.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
@@ -41,8 +42,7 @@ export class DeviceRunner {
   private session: NetworkSession | undefined;
   private status: DeviceInfo['status'];
   private stopped = false;
-  private loops: Promise<void>[] = [];
-  private readonly sleepers = new Set<() => void>();
+  private readonly loops: WakeLoop[] = [];
   private nextBulkAt = 0;
   private reconnectAttempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -69,7 +69,9 @@ export class DeviceRunner {
     // (claims skip each other's rows). Paced traffic runs one: pacing is sequential by nature.
     const loops = this.paced ? 1 : 2;
     for (let i = 0; i < loops; i++) {
-      this.loops.push(this.dispatchLoop().catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'dispatch loop failed')));
+      const loop = new WakeLoop(() => this.dispatchTurn(), { name: `dispatch of ${this.deviceId}`, log: this.options.log, errorBackoffMs: MAX_IDLE_WAIT_MS });
+      this.loops.push(loop);
+      loop.start();
     }
   }
 
@@ -98,7 +100,7 @@ export class DeviceRunner {
   }
 
   wake(): void {
-    for (const wake of [...this.sleepers]) wake();
+    for (const loop of this.loops) loop.wake();
   }
 
   async reconnectNow(): Promise<void> {
@@ -112,8 +114,7 @@ export class DeviceRunner {
   async stop(options: { logout: boolean }): Promise<void> {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.wake();
-    await Promise.all(this.loops);
+    await Promise.all(this.loops.map((loop) => loop.stop()));
     await this.direct.drain();
     if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));
     else await this.session?.close().catch(() => undefined);
@@ -228,62 +229,38 @@ export class DeviceRunner {
     this.reconnectTimer.unref();
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.sleepers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, ms));
-      this.sleepers.add(done);
-    });
-  }
-
-  private async dispatchLoop(): Promise<void> {
-    const { queue, batchSize, log } = this.options;
+  /** One turn of dispatch: a claimed batch sent (0: go on), or how long to wait for more. */
+  private async dispatchTurn(): Promise<number> {
+    const { queue } = this.options;
     const paced = this.paced;
-    while (!this.stopped) {
-      if (this.status !== 'CONNECTED' || !this.options.leaseValid()) {
-        await this.sleep(MAX_IDLE_WAIT_MS);
-        continue;
+    if (this.stopped) return MAX_IDLE_WAIT_MS;
+    if (this.status !== 'CONNECTED' || !this.options.leaseValid()) return MAX_IDLE_WAIT_MS;
+    const direct = await queue.claim(this.deviceId, paced ? 50 : this.options.batchSize, paced);
+    if (direct.length > 0) {
+      await this.sendBatch(direct);
+      if (paced && direct.some((m) => m.priority > 0)) this.paceBulk();
+      return 0;
+    }
+    if (paced) {
+      const wait = this.nextBulkAt - Date.now();
+      if (wait > 0) return wait;
+      // Warm-up cap (network policy): when today's bulk allowance is used up, bulk messages stay QUEUED until it resets.
+      const allowance = this.session?.bulkPolicy?.allowance();
+      if (allowance && allowance.remaining <= 0) {
+        this.noteCapReached(allowance.resumeAt);
+        return Math.min(MAX_IDLE_WAIT_MS, allowance.resumeAt.getTime() - Date.now());
       }
-      try {
-        const direct = await queue.claim(this.deviceId, paced ? 50 : batchSize, paced);
-        if (direct.length > 0) {
-          await this.sendBatch(direct);
-          if (paced && direct.some((m) => m.priority > 0)) this.paceBulk();
-          continue;
-        }
-        if (paced) {
-          const wait = this.nextBulkAt - Date.now();
-          if (wait > 0) {
-            await this.sleep(wait);
-            continue;
-          }
-          // Warm-up cap (network policy): when today's bulk allowance is used up, bulk messages stay QUEUED until it resets.
-          const allowance = this.session?.bulkPolicy?.allowance();
-          if (allowance && allowance.remaining <= 0) {
-            this.noteCapReached(allowance.resumeAt);
-            await this.sleep(Math.min(MAX_IDLE_WAIT_MS, allowance.resumeAt.getTime() - Date.now()));
-            continue;
-          }
-          const bulk = await queue.claim(this.deviceId, 1, false);
-          if (bulk.length > 0) {
-            await this.sendBatch(bulk);
-            const bulkCount = bulk.filter((m) => m.priority > 0).length;
-            if (bulkCount > 0) await this.session?.bulkPolicy?.consumed(bulkCount);
-            this.paceBulk();
-            continue;
-          }
-        }
-        const next = await queue.nextDueAt(this.deviceId);
-        await this.sleep(next ? Math.min(MAX_IDLE_WAIT_MS, next.getTime() - Date.now()) : MAX_IDLE_WAIT_MS);
-      } catch (error) {
-        log.error({ err: error, deviceId: this.deviceId }, 'dispatch failed; retrying');
-        await this.sleep(MAX_IDLE_WAIT_MS);
+      const bulk = await queue.claim(this.deviceId, 1, false);
+      if (bulk.length > 0) {
+        await this.sendBatch(bulk);
+        const bulkCount = bulk.filter((m) => m.priority > 0).length;
+        if (bulkCount > 0) await this.session?.bulkPolicy?.consumed(bulkCount);
+        this.paceBulk();
+        return 0;
       }
     }
+    const next = await queue.nextDueAt(this.deviceId);
+    return next ? Math.min(MAX_IDLE_WAIT_MS, next.getTime() - Date.now()) : MAX_IDLE_WAIT_MS;
   }
 
   private capLoggedUntil = 0;
