@@ -1,0 +1,160 @@
+/**
+ * The product as a new user runs it: `waygate serve` on the embedded database (PGlite in a data
+ * directory), as a child process of its own, on 127.0.0.1. Used by the starvation benchmark and
+ * by the test that replays the webhook-backlog hang at reduced scale.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openDatabase, type Database } from '../../src/db/client.js';
+import { runMigrations } from '../../src/db/migrate.js';
+import { AccountService } from '../../src/domain/accounts.js';
+import { TokenService } from '../../src/domain/tokens.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export interface EmbeddedTenant {
+  dataDir: string;
+  accountId: string;
+  token: string;
+}
+
+/** A fresh data directory, migrated, with one unlimited account and its token. */
+export async function createEmbeddedTenant(prefix: string): Promise<EmbeddedTenant> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  const database = await openDatabase({ dataDir });
+  try {
+    await runMigrations(database);
+    const { accountId } = await new AccountService(database).createAccount({ email: `${prefix}@waygate.test`, password: 'embedded test password', plan: 'unlimited' });
+    const token = (await new TokenService(database).create(accountId, { name: prefix })).token;
+    return { dataDir, accountId, token };
+  } finally {
+    await database.close();
+  }
+}
+
+/** Runs `work` on the tenant's data directory while no server holds it. */
+export async function withEmbeddedDatabase<T>(tenant: EmbeddedTenant, work: (database: Database) => Promise<T>): Promise<T> {
+  const database = await openDatabase({ dataDir: tenant.dataDir });
+  try {
+    return await work(database);
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * An endpoint (inactive, as a user leaves it while a backlog builds) with `count` PENDING
+ * deliveries of message.received events, all due now; `attempts` > 0 makes them retries.
+ * Set-based, so a hundred thousand take seconds.
+ */
+export async function seedWebhookBacklog(
+  database: Database,
+  accountId: string,
+  options: { url: string; count: number; attempts?: number; active?: boolean },
+): Promise<string> {
+  const endpointId = `wh_backlog${Date.now().toString(36)}`;
+  await database.transaction(async (tx) => {
+    await tx.query(
+      `INSERT INTO webhook_endpoints (id, account_id, url, events, active, secret) VALUES ($1, $2, $3, '{}', $4, 'whsec_' || encode(sha256(random()::text::bytea), 'base64'))`,
+      [endpointId, accountId, options.url, options.active ?? false],
+    );
+    const [account] = await tx.query<{ event_seq: number }>('UPDATE accounts SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq - $2 AS event_seq', [
+      accountId,
+      options.count,
+    ]);
+    const base = Number(account!.event_seq);
+    await tx.query(
+      `INSERT INTO events (id, account_id, seq, type, data, created_at)
+       SELECT 'evt_' || substr($1, 5) || lpad((($2::bigint) + g)::text, 12, '0'), $1, $2::bigint + g, 'message.received',
+              jsonb_build_object('id', 'msg_backlog' || g, 'from', '6281200000000', 'content', 'backlog ' || g), now() - interval '1 hour'
+         FROM generate_series(1, $3::int) AS g`,
+      [accountId, base, options.count],
+    );
+    await tx.query(
+      `INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, attempts, next_attempt_at)
+       SELECT 'whd_' || substr(e.id, 5) || substr($2, 4), $1, $2, e.id, $4, now() - interval '1 minute'
+         FROM events e WHERE e.account_id = $1 AND e.seq > $3::bigint`,
+      [accountId, endpointId, base, options.attempts ?? 0],
+    );
+  });
+  return endpointId;
+}
+
+export interface EmbeddedServer {
+  origin: string;
+  child: ChildProcess;
+  output: string[];
+  /** The process's peak resident set (VmHWM), in MB. */
+  peakRssMb(): number;
+  /** SIGTERM, then the milliseconds until the process exited (SIGKILL after `killAfterMs`, and then Infinity). */
+  terminate(killAfterMs?: number): Promise<number>;
+}
+
+/** Starts `waygate serve` (role all) on the tenant's data directory; resolves once it listens. */
+export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<string, string> = {}): Promise<EmbeddedServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: '', DATA_DIR: tenant.dataDir, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const origin = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output.join('')}`)), 90_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output.push(chunk.toString());
+      const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited with ${code}:\n${output.join('')}`));
+    });
+  });
+  // Only the tail of the log is kept: a long run must not grow this process.
+  child.stdout!.on('data', () => output.splice(0, Math.max(0, output.length - 200)));
+  return {
+    origin,
+    child,
+    output,
+    peakRssMb() {
+      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      return kb / 1024;
+    },
+    async terminate(killAfterMs = 20_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return 0;
+      const started = performance.now();
+      const exited = new Promise<number>((resolve) => child.once('exit', () => resolve(performance.now() - started)));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+      const elapsed = await exited;
+      clearTimeout(timer);
+      return child.signalCode === 'SIGKILL' ? Number.POSITIVE_INFINITY : elapsed;
+    },
+  };
+}
+
+/** GETs `url` every `intervalMs` for `durationMs`; each answer's latency in ms (a timeout counts as `timeoutMs`). */
+export async function probeLatencies(url: string, durationMs: number, options: { intervalMs?: number; timeoutMs?: number; headers?: Record<string, string> } = {}): Promise<number[]> {
+  const { intervalMs = 20, timeoutMs = 10_000 } = options;
+  const latencies: number[] = [];
+  const end = Date.now() + durationMs;
+  while (Date.now() < end) {
+    const started = performance.now();
+    try {
+      const response = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(timeoutMs) });
+      await response.arrayBuffer();
+      latencies.push(performance.now() - started);
+    } catch {
+      latencies.push(timeoutMs);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  return latencies;
+}
