@@ -31,6 +31,10 @@ const BENCHMARKS: Record<string, Benchmark> = {
     description: 'direct sends against a bare INSERT route, 1,000 scheduled messages, a 100,000-recipient bulk job (rate, RSS)',
     load: () => import('./messaging.js'),
   },
+  starvation: {
+    description: 'on the embedded database: /healthz under a 100,000-delivery refused backlog, API p99 during a 30,000 job, fresh events beside 50,000 retries',
+    load: () => import('./starvation.js'),
+  },
   webhooks: {
     description: 'webhook deliveries/s to a local receiver, commit-to-receipt p50, a dead endpoint beside a healthy one',
     load: () => import('./webhooks.js'),

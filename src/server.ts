@@ -31,10 +31,10 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
     app = await buildApp({ config, database, services, apiRoutes: role !== 'worker' });
     if (role !== 'api') {
       // On PostgreSQL the worker's state transitions commit asynchronously, on a pool of their
-      // own (see openDatabase); PGlite is one connection, shared.
+      // own (see openDatabase); PGlite is one connection, shared, and the API's statements go first.
       workerDatabase = config.databaseUrl
         ? await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 10, synchronousCommit: false, applicationName: 'waygate-worker' })
-        : database;
+        : database.background();
       worker = new WorkerRuntime(config, workerDatabase, services.bus, app.log as unknown as Logger);
       await worker.start();
       // One process serving both roles: direct sends skip the queue round trip (see DirectSendHost).

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, type Database } from '../../src/db/client.js';
@@ -88,45 +89,43 @@ export interface EmbeddedServer {
   output: string[];
   /** The process's peak resident set (VmHWM), in MB. */
   peakRssMb(): number;
+  /** The process's resident set now (VmRSS), in MB. */
+  rssMb(): number;
   /** SIGTERM, then the milliseconds until the process exited (SIGKILL after `killAfterMs`, and then Infinity). */
   terminate(killAfterMs?: number): Promise<number>;
 }
 
 /** Starts `waygate serve` (role all) on the tenant's data directory; resolves once it listens. */
 export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<string, string> = {}): Promise<EmbeddedServer> {
+  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: '', DATA_DIR: tenant.dataDir, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...env },
+    env: { ...process.env, DATABASE_URL: '', DATA_DIR: tenant.dataDir, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', NETWORK: 'sandbox', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
-  const origin = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output.join('')}`)), 90_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output.push(chunk.toString());
-      const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited with ${code}:\n${output.join('')}`));
-    });
-  });
+  child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  const origin = `http://127.0.0.1:${port}`;
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the server exited with ${code}:\n${output.join('')}`))));
+  exited.catch(() => undefined);
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const up = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
+    if (up) break;
+    if (child.exitCode !== null) await exited;
+    if (Date.now() > deadline) throw new Error(`the server did not start:\n${output.join('')}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   // Only the tail of the log is kept: a long run must not grow this process.
   child.stdout!.on('data', () => output.splice(0, Math.max(0, output.length - 200)));
+  child.stderr!.on('data', () => output.splice(0, Math.max(0, output.length - 200)));
   return {
     origin,
     child,
     output,
-    peakRssMb() {
-      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-      return kb / 1024;
-    },
+    peakRssMb: () => procStatusMb(child.pid!, 'VmHWM'),
+    rssMb: () => procStatusMb(child.pid!, 'VmRSS'),
     async terminate(killAfterMs = 20_000) {
       if (child.exitCode !== null || child.signalCode !== null) return 0;
       const started = performance.now();
@@ -138,6 +137,20 @@ export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<st
       return child.signalCode === 'SIGKILL' ? Number.POSITIVE_INFINITY : elapsed;
     },
   };
+}
+
+function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** A port nothing listens on now (the kernel's pick, released at once). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 /** GETs `url` every `intervalMs` for `durationMs`; each answer's latency in ms (a timeout counts as `timeoutMs`). */

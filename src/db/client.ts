@@ -32,6 +32,13 @@ export interface Database extends Queryable {
    */
   queryPrepared<T = Record<string, unknown>>(statement: PreparedStatement): Promise<T[]>;
   close(): Promise<void>;
+  /**
+   * This database for background work (the worker role). On PGlite, one statement runs at a
+   * time in this process's own thread, so background statements wait while any statement of the
+   * API is queued: a request never waits behind more than the one statement already running.
+   * Closing the view closes nothing. On PostgreSQL the worker opens a pool of its own instead.
+   */
+  background(): Database;
   /** The node-postgres pool, when on PostgreSQL (for LISTEN and dedicated connections). */
   pool?: pg.Pool;
   /** The PGlite instance, when embedded. */
@@ -67,6 +74,38 @@ export interface OpenDatabaseOptions {
   applicationName?: string;
 }
 
+const FOREGROUND = 0;
+const BACKGROUND = 1;
+type Priority = typeof FOREGROUND | typeof BACKGROUND;
+
+/**
+ * PGlite's statements, one at a time, the API's (foreground) before the worker's (background).
+ * A PGlite statement runs in this thread and resolves on microtasks alone, so each first waits
+ * for the event loop's next turn: a loop of them can never keep a request, a timer or a signal
+ * from running, and what came in meanwhile is queued before it starts.
+ */
+class TurnTaking {
+  private busy = false;
+  private readonly waiting: [(() => void)[], (() => void)[]] = [[], []];
+
+  async run<T>(priority: Priority, work: () => Promise<T>): Promise<T> {
+    await nextMacrotask();
+    if (this.busy) await new Promise<void>((resolve) => this.waiting[priority].push(resolve));
+    else this.busy = true;
+    try {
+      return await work();
+    } finally {
+      // The next turn is given out from a macrotask: what arrived over the network while this
+      // statement ran is read first, so an API request's statement is queued before the choice.
+      setImmediate(() => {
+        const next = this.waiting[FOREGROUND].shift() ?? this.waiting[BACKGROUND].shift();
+        if (next) next();
+        else this.busy = false;
+      });
+    }
+  }
+}
+
 // Timestamps come back as Date objects from both drivers; int8 (count(*)) as a JS number.
 pg.types.setTypeParser(20, (value) => Number(value));
 
@@ -99,7 +138,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       return genericPool;
     };
     const db = drizzlePg(pool, { schema }) as unknown as Db;
-    return {
+    const database: Database = {
       kind: 'postgres',
       db,
       pool,
@@ -134,7 +173,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         await pool.end();
         await genericPool?.end();
       },
+      background: () => database,
     };
+    return database;
   }
 
   const inMemory = options.dataDir.startsWith('memory://');
@@ -144,39 +185,38 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       extensions: { pg_trgm },
     });
     const db = drizzlePglite(pglite, { schema }) as unknown as Db;
-    // A PGlite statement runs in this thread and resolves on microtasks alone: a loop of them
-    // would never let a request, a timer or a signal in. Each statement and transaction first
-    // waits for the event loop's next turn, so whatever is queued (an API request's statement
-    // among it) goes before it: the one connection is shared in turn, never monopolised.
-    return {
-      kind: 'pglite',
-      db,
-      pglite,
-      async query<T>(text: string, params: unknown[] = []) {
-        await nextMacrotask();
-        const result = await pglite.query<T>(text, params);
-        return result.rows;
-      },
-      async queryPrepared<T>(statement: PreparedStatement) {
-        await nextMacrotask();
-        const result = await pglite.query<T>(statement.text, statement.values);
-        return result.rows;
-      },
-      async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-        await nextMacrotask();
-        return pglite.transaction((tx) =>
-          work({
-            async query<R>(text: string, params: unknown[] = []) {
-              return (await tx.query<R>(text, params)).rows;
-            },
-          }),
-        );
-      },
-      async close() {
-        await pglite.close();
-        lock?.release();
-      },
+    const turns = new TurnTaking();
+    const view = (priority: Priority, close: () => Promise<void>): Database => {
+      const database: Database = {
+        kind: 'pglite',
+        db,
+        pglite,
+        async query<T>(text: string, params: unknown[] = []) {
+          return turns.run(priority, async () => (await pglite.query<T>(text, params)).rows);
+        },
+        async queryPrepared<T>(statement: PreparedStatement) {
+          return turns.run(priority, async () => (await pglite.query<T>(statement.text, statement.values)).rows);
+        },
+        transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+          return turns.run(priority, () =>
+            pglite.transaction((tx) =>
+              work({
+                async query<R>(text: string, params: unknown[] = []) {
+                  return (await tx.query<R>(text, params)).rows;
+                },
+              }),
+            ),
+          );
+        },
+        close,
+        background: () => (priority === BACKGROUND ? database : view(BACKGROUND, async () => undefined)),
+      };
+      return database;
     };
+    return view(FOREGROUND, async () => {
+      await pglite.close();
+      lock?.release();
+    });
   } catch (error) {
     lock?.release();
     throw error;

@@ -9,6 +9,7 @@ import type { Receipt } from '../network/network.js';
 import type { IncomingMedia, MessageType } from '../network/network.js';
 import type { MessageRow } from './message-model.js';
 import { messageTransitions } from '../metrics.js';
+import { workBudget } from '../db/work-budget.js';
 import { appendEvents, appendEventsSql, type EventType } from './events.js';
 import { refundQuota } from './quota.js';
 
@@ -60,6 +61,8 @@ export class MessageQueue {
     private readonly maxAttempts: number,
     /** Called after events were written, to wake an in-process webhook worker at once. */
     private readonly onEvents: () => void = () => undefined,
+    /** Receipts per statement (see WorkBudget). */
+    private readonly receiptBatch = workBudget(database).receiptBatch,
   ) {}
 
   private wakeWebhooks(): void {
@@ -299,62 +302,67 @@ export class MessageQueue {
     if (receipts.length === 0) return 0;
     let changed = 0;
     for (const status of ['DELIVERED', 'READ'] as const) {
-      const subset = receipts.filter((r) => r.status === status);
-      if (subset.length === 0) continue;
-      const from = status === 'DELIVERED' ? `('SENDING', 'SENT')` : `('SENDING', 'SENT', 'DELIVERED')`;
-      // Timestamps never go backwards either: the network's receipt time may be earlier than the
-      // sentAt this gateway stamped on its acknowledgement (clock granularity, a slow finalize).
-      const set =
-        status === 'DELIVERED'
-          ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
-          : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
-             sent_at = COALESCE(m.sent_at, o.at)`;
-      // One statement per receipt kind, committed on its own, taking its locks in the same order
-      // as the send's outcome statement: messages, then their jobs, then the account (for the
-      // event seq; the events depend on the job rows, so they are numbered after those are
-      // locked). A consumer sees every step: a receipt that overtook SENT (or DELIVERED) also
-      // writes the step it skipped, just before its own.
-      const [row] = await this.database.query<{ changed: number }>(
-        `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
-              o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
-                      SELECT m.id, m.status FROM messages m
-                       WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
-                       FOR UPDATE) AS x),
-              u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
-                    RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
-              counts AS (
-                SELECT job_id,
-                       count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
-                       count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
-                       ${status === 'READ' ? 'count(*)::int' : '0'} AS read
-                  FROM u WHERE job_id IS NOT NULL GROUP BY job_id),
-              jobs AS (
-                UPDATE bulk_jobs j SET sent_count = j.sent_count + c.sent, delivered_count = j.delivered_count + c.delivered,
-                       read_count = j.read_count + c.read,
-                       status = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN 'COMPLETED' ELSE j.status END,
-                       completed_at = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN now() ELSE j.completed_at END
-                  FROM counts c WHERE j.id = c.job_id
-                RETURNING j.account_id, j.completed_at = now()::timestamptz(3) AS just_completed, waygate_job_json(j) AS event_data),
-              src AS (
-                SELECT account_id, 'message.status' AS type,
-                       event_data || '{"status": "SENT", "deliveredAt": null, "readAt": null}'::jsonb AS data
-                  FROM u WHERE prev = 'SENDING'
-                UNION ALL
-                SELECT account_id, 'message.status', event_data || '{"status": "DELIVERED", "readAt": null}'::jsonb
-                  FROM u WHERE $4::text = 'READ' AND prev IN ('SENDING', 'SENT')
-                UNION ALL
-                SELECT account_id, 'message.status', event_data FROM u
-                UNION ALL
-                SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
-              ${appendEventsSql('src')}
-         SELECT (SELECT count(*)::int FROM u) AS changed`,
-        [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at), status],
-      );
-      changed += row?.changed ?? 0;
-      messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
+      const all = receipts.filter((r) => r.status === status);
+      for (let start = 0; start < all.length; start += this.receiptBatch) {
+        changed += await this.applyReceiptBatch(deviceId, status, all.slice(start, start + this.receiptBatch));
+      }
     }
     this.wakeWebhooks();
     return changed;
+  }
+
+  private async applyReceiptBatch(deviceId: string, status: 'DELIVERED' | 'READ', subset: Receipt[]): Promise<number> {
+    const from = status === 'DELIVERED' ? `('SENDING', 'SENT')` : `('SENDING', 'SENT', 'DELIVERED')`;
+    // Timestamps never go backwards either: the network's receipt time may be earlier than the
+    // sentAt this gateway stamped on its acknowledgement (clock granularity, a slow finalize).
+    const set =
+      status === 'DELIVERED'
+        ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
+        : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
+           sent_at = COALESCE(m.sent_at, o.at)`;
+    // One statement per receipt kind, committed on its own, taking its locks in the same order
+    // as the send's outcome statement: messages, then their jobs, then the account (for the
+    // event seq; the events depend on the job rows, so they are numbered after those are
+    // locked). A consumer sees every step: a receipt that overtook SENT (or DELIVERED) also
+    // writes the step it skipped, just before its own.
+    const [row] = await this.database.query<{ changed: number }>(
+      `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
+            o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
+                    SELECT m.id, m.status FROM messages m
+                     WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${from}
+                     FOR UPDATE) AS x),
+            u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
+                  RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
+            counts AS (
+              SELECT job_id,
+                     count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
+                     count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
+                     ${status === 'READ' ? 'count(*)::int' : '0'} AS read
+                FROM u WHERE job_id IS NOT NULL GROUP BY job_id),
+            jobs AS (
+              UPDATE bulk_jobs j SET sent_count = j.sent_count + c.sent, delivered_count = j.delivered_count + c.delivered,
+                     read_count = j.read_count + c.read,
+                     status = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN 'COMPLETED' ELSE j.status END,
+                     completed_at = CASE WHEN ${JOB_DONE_AFTER('c.sent')} THEN now() ELSE j.completed_at END
+                FROM counts c WHERE j.id = c.job_id
+              RETURNING j.account_id, j.completed_at = now()::timestamptz(3) AS just_completed, waygate_job_json(j) AS event_data),
+            src AS (
+              SELECT account_id, 'message.status' AS type,
+                     event_data || '{"status": "SENT", "deliveredAt": null, "readAt": null}'::jsonb AS data
+                FROM u WHERE prev = 'SENDING'
+              UNION ALL
+              SELECT account_id, 'message.status', event_data || '{"status": "DELIVERED", "readAt": null}'::jsonb
+                FROM u WHERE $4::text = 'READ' AND prev IN ('SENDING', 'SENT')
+              UNION ALL
+              SELECT account_id, 'message.status', event_data FROM u
+              UNION ALL
+              SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
+            ${appendEventsSql('src')}
+       SELECT (SELECT count(*)::int FROM u) AS changed`,
+      [deviceId, subset.map((r) => r.networkMessageId), subset.map((r) => r.at), status],
+    );
+    messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
+    return row?.changed ?? 0;
   }
 
   /** Stores an incoming message before the network is told it arrived; a redelivery is ignored. */

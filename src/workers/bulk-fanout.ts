@@ -1,5 +1,5 @@
 /**
- * Turns an accepted bulk job's frozen recipient list into messages, in chunks of 10,000 that
+ * Turns an accepted bulk job's frozen recipient list into messages, in chunks (WorkBudget) that
  * several loops (in this process and in other workers) insert in parallel. A chunk's message ids
  * are fixed by its position in the list, so a chunk is done exactly when its first message
  * exists, and inserting it is one transaction: a crash leaves each chunk whole or absent, never
@@ -13,9 +13,9 @@ import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { NETWORK_MESSAGE_ID_SQL } from '../domain/message-model.js';
 import { completeJobs } from '../domain/message-queue.js';
+import { workBudget } from '../db/work-budget.js';
 import { WakeLoop } from '../wake-loop.js';
 
-export const FANOUT_CHUNK = 10_000;
 const LOOPS = 2;
 const IDLE_MS = 1_000;
 
@@ -25,6 +25,7 @@ export const bulkMessageId = (jobId: string, position: number): string => `msg_$
 
 export class BulkFanout {
   private readonly loops: WakeLoop[];
+  private readonly chunkSize: number;
   private unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -32,6 +33,7 @@ export class BulkFanout {
     private readonly bus: Bus,
     private readonly log: Logger,
   ) {
+    this.chunkSize = workBudget(database).fanoutChunk;
     this.loops = Array.from({ length: LOOPS }, () => new WakeLoop(async () => ((await this.step()) ? 0 : IDLE_MS), { name: 'bulk fan-out', log }));
   }
 
@@ -53,8 +55,8 @@ export class BulkFanout {
       `SELECT id, total_contacts FROM bulk_jobs WHERE fanned_out_at IS NULL AND status IN ('PROCESSING', 'SCHEDULED') ORDER BY created_at LIMIT 10`,
     );
     for (const job of jobs) {
-      const chunks = Math.ceil(job.total_contacts / FANOUT_CHUNK);
-      const firstIds = Array.from({ length: chunks }, (_, k) => bulkMessageId(job.id, k * FANOUT_CHUNK + 1));
+      const chunks = Math.ceil(job.total_contacts / this.chunkSize);
+      const firstIds = Array.from({ length: chunks }, (_, k) => bulkMessageId(job.id, k * this.chunkSize + 1));
       const existing = new Set(
         (await this.database.query<{ id: string }>('SELECT id FROM messages WHERE id = ANY($1::text[])', [firstIds])).map((row) => row.id),
       );
@@ -83,7 +85,7 @@ export class BulkFanout {
       if (!job || (job.status !== 'PROCESSING' && job.status !== 'SCHEDULED')) return undefined;
       const [lock] = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1), $2) AS locked', [jobId, chunk]);
       if (!lock?.locked) return undefined;
-      const start = chunk * FANOUT_CHUNK;
+      const start = chunk * this.chunkSize;
       const [done] = await tx.query('SELECT 1 FROM messages WHERE id = $1', [bulkMessageId(jobId, start + 1)]);
       if (done) return undefined;
       const [inserted] = await tx.query<{ n: number }>(
@@ -101,7 +103,7 @@ export class BulkFanout {
              FROM chunk c
            RETURNING 1)
          SELECT count(*)::int AS n FROM ins`,
-        [jobId, start, FANOUT_CHUNK],
+        [jobId, start, this.chunkSize],
       );
       return { device: job.device_id, inserted: inserted?.n ?? 0 };
     });

@@ -12,12 +12,12 @@ import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import type { DeviceInfo, Network } from '../network/network.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
+import { workBudget } from '../db/work-budget.js';
 import { DeviceRunner } from './device-runner.js';
 import { MessageQueue, type ClaimedMessage } from '../domain/message-queue.js';
 import type { DirectSendHost } from '../domain/messages.js';
 
 const MAX_DEVICES_PER_WORKER = 500;
-const BATCH_SIZE = 1000;
 
 export function newWorkerId(): string {
   return `wkr_${os.hostname()}_${process.pid}_${randomBytes(3).toString('hex')}`;
@@ -27,6 +27,7 @@ export class DeviceSupervisor implements DirectSendHost {
   readonly workerId: string;
   private readonly runners = new Map<string, DeviceRunner>();
   private readonly queue: MessageQueue;
+  private readonly batchSize: number;
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   private again = false;
@@ -45,6 +46,7 @@ export class DeviceSupervisor implements DirectSendHost {
   ) {
     this.workerId = workerId;
     this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'));
+    this.batchSize = workBudget(database).dispatchBatch;
   }
 
   get ownedDevices(): string[] {
@@ -150,7 +152,7 @@ export class DeviceSupervisor implements DirectSendHost {
         log: this.log,
         workerId: this.workerId,
         bulkDelayMs: this.config.bulkDelayMs,
-        batchSize: BATCH_SIZE,
+        batchSize: this.batchSize,
         leaseValid: () => Date.now() < this.leaseValidUntil,
         onLoggedOut: (id) => {
           void this.stopRunner(id, false);

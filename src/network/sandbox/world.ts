@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Database } from '../../db/client.js';
 import type { Bus } from '../../db/bus.js';
 import type { MessageType, OutgoingMessage, SendResult } from '../network.js';
+import { workBudget } from '../../db/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
 
@@ -191,7 +192,7 @@ export class SandboxWorld {
    * low-water marks (sandbox_phones.delivered_mark / read_mark) bound the index range read.
    * Handing over is confirmed by markReceipts.
    */
-  async dueReceipts(deviceIds: string[], limit = 5000): Promise<DueReceipt[]> {
+  async dueReceipts(deviceIds: string[], limit = workBudget(this.database).receiptBatch): Promise<DueReceipt[]> {
     if (deviceIds.length === 0) return [];
     const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
       `SELECT r.* FROM unnest($1::text[]) AS d(id)

@@ -1,0 +1,28 @@
+/**
+ * How much one background statement takes on, by database. On PostgreSQL a statement runs on a
+ * connection of its own, so batches are as large as throughput wants. On PGlite every statement
+ * runs in turn in the server's own thread: an API request waits for the one already running, so
+ * no background statement may run long (each of these takes some tens of milliseconds there).
+ */
+import type { Database } from './client.js';
+
+export interface WorkBudget {
+  /** Messages per dispatch claim and outcome statement. */
+  dispatchBatch: number;
+  /** Receipts per statement that applies them. */
+  receiptBatch: number;
+  /**
+   * Recipients per fan-out chunk (one insert). A divisor of every earlier size (10,000), so a
+   * job fanned out in part before an upgrade still finds each chunk whole or absent.
+   */
+  fanoutChunk: number;
+}
+
+const BUDGETS: Record<Database['kind'], WorkBudget> = {
+  postgres: { dispatchBatch: 1_000, receiptBatch: 5_000, fanoutChunk: 10_000 },
+  pglite: { dispatchBatch: 200, receiptBatch: 500, fanoutChunk: 2_000 },
+};
+
+export function workBudget(database: Pick<Database, 'kind'>): WorkBudget {
+  return BUDGETS[database.kind];
+}
