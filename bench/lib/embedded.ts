@@ -110,12 +110,18 @@ export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<st
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the server exited with ${code}:\n${output.join('')}`))));
   exited.catch(() => undefined);
   const deadline = Date.now() + 90_000;
-  for (;;) {
-    const up = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
-    if (up) break;
-    if (child.exitCode !== null) await exited;
-    if (Date.now() > deadline) throw new Error(`the server did not start:\n${output.join('')}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  try {
+    for (;;) {
+      const up = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
+      if (up) break;
+      if (child.exitCode !== null) await exited;
+      if (Date.now() > deadline) throw new Error(`the server did not start:\n${output.join('')}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } catch (error) {
+    // Never leave a half-started server behind.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    throw error;
   }
   // Only the tail of the log is kept: a long run must not grow this process.
   child.stdout!.on('data', () => output.splice(0, Math.max(0, output.length - 200)));

@@ -7,7 +7,7 @@
 import type { Database, Queryable } from '../db/client.js';
 import { AppError } from '../errors.js';
 
-export const EVENT_TYPES = ['message.received', 'message.status', 'device.status', 'bulk_job.completed', 'webhook.test'] as const;
+export const EVENT_TYPES = ['message.received', 'message.status', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled', 'webhook.test'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export interface EventRecord {

@@ -130,6 +130,33 @@ export class MessageQueue {
     );
   }
 
+  /**
+   * Claimed messages of a cancelled job that were not handed to the network: CANCELLED, counted
+   * into their job and refunded, as the cancel did for the job's queued ones.
+   */
+  async cancelClaimed(ids: string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return this.database.transaction(async (tx) => {
+      const rows = await tx.query<{ account_id: string; quota_period_start: Date | null; n: number }>(
+        `WITH c AS (
+           UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
+            WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
+           RETURNING job_id, account_id, quota_period_start),
+         jobs AS (
+           UPDATE bulk_jobs j SET cancelled_count = j.cancelled_count + x.n
+             FROM (SELECT job_id, count(*)::int AS n FROM c WHERE job_id IS NOT NULL GROUP BY job_id) x
+            WHERE j.id = x.job_id
+           RETURNING 1)
+         SELECT account_id, quota_period_start, count(*)::int AS n FROM c GROUP BY account_id, quota_period_start`,
+        [ids, this.workerId],
+      );
+      await refundQuota(tx, rows.map((r) => ({ accountId: r.account_id, periodStart: r.quota_period_start, count: r.n })));
+      const cancelled = rows.reduce((sum, r) => sum + r.n, 0);
+      if (cancelled > 0) messageTransitions.inc({ status: 'CANCELLED' }, cancelled);
+      return cancelled;
+    });
+  }
+
   /** Messages a dead owner left in SENDING go back to the queue; resent with the same network id. */
   async recoverDevice(deviceId: string): Promise<number> {
     const rows = await this.database.query(

@@ -23,6 +23,7 @@ import {
   type MessageRow,
   type MessageStatus,
 } from './message-model.js';
+import { appendEvents } from './events.js';
 import { completeJobs, type ClaimedMessage } from './message-queue.js';
 import { normalizePhone } from './phone.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota.js';
@@ -573,7 +574,9 @@ export class BulkJobService {
 
   /**
    * Cancels a job: messages not yet handed to the network, and recipients not yet fanned out,
-   * are CANCELLED and refunded. Messages already SENDING finish and count as sent or failed.
+   * are CANCELLED and refunded, and a bulk_job.cancelled event is written. Workers hear of it
+   * (NOTIFY 'cancel:<jobId>' on commit) and cancel the messages they had claimed but not yet
+   * handed over (MessageQueue.cancelClaimed); only those already with the network still finish.
    */
   async cancel(accountId: string, id: string): Promise<ReturnType<typeof toBulkJob>> {
     await this.database.transaction(async (tx) => {
@@ -597,11 +600,14 @@ export class BulkJobService {
         notFannedOut = job.total_contacts - (created?.n ?? 0);
       }
       const count = cancelled.length + notFannedOut;
-      await tx.query(
-        `UPDATE bulk_jobs SET status = 'CANCELLED', cancelled_at = now(), cancelled_count = cancelled_count + $2, recipients = NULL WHERE id = $1`,
+      const [updated] = await tx.query<{ event_data: unknown }>(
+        `UPDATE bulk_jobs j SET status = 'CANCELLED', cancelled_at = now(), cancelled_count = cancelled_count + $2, recipients = NULL WHERE id = $1
+         RETURNING waygate_job_json(j) AS event_data`,
         [id, count],
       );
       await refundQuota(tx, [{ accountId, periodStart: job.quota_period_start, count }]);
+      await appendEvents(tx, [{ accountId, type: 'bulk_job.cancelled', data: updated!.event_data }]);
+      await tx.query(`SELECT pg_notify('waygate_dispatch', 'cancel:' || $1::text)`, [id]);
     });
     return this.get(accountId, id);
   }

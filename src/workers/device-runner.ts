@@ -31,6 +31,8 @@ export interface DeviceRunnerOptions {
   onLoggedOut(deviceId: string): void;
   /** False once the lease may have lapsed: stop handing messages over. */
   leaseValid(): boolean;
+  /** Whether a job was cancelled: its claimed messages are cancelled instead of handed over. */
+  jobCancelled(jobId: string): boolean;
 }
 
 const MAX_IDLE_WAIT_MS = 1_000;
@@ -285,8 +287,9 @@ export class DeviceRunner {
     }
     const media = new Map<string, Promise<MediaResult>>();
     const session = this.session;
-    const outcomes: Outcome[] = await Promise.all(
-      messages.map(async (message): Promise<Outcome> => {
+    const cancelled: string[] = [];
+    const handed: (Outcome | undefined)[] = await Promise.all(
+      messages.map(async (message): Promise<Outcome | undefined> => {
         try {
           let attachment: OutgoingMedia | undefined;
           if (message.type !== 'TEXT' && message.mediaUrl) {
@@ -295,6 +298,10 @@ export class DeviceRunner {
             const fetched = await media.get(key)!;
             if (!fetched.ok) return { message, result: fetched };
             attachment = fetched.media;
+          }
+          if (message.jobId && this.options.jobCancelled(message.jobId)) {
+            cancelled.push(message.id);
+            return undefined;
           }
           const result = await session.send({
             networkMessageId: message.networkMessageId,
@@ -310,7 +317,8 @@ export class DeviceRunner {
         }
       }),
     );
-    const summary = await queue.finalize(outcomes);
+    await queue.cancelClaimed(cancelled);
+    const summary = await queue.finalize(handed.filter((outcome): outcome is Outcome => outcome !== undefined));
     // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
     for (let i = 0; i < summary.directIds.length; i += 200) {
       const ids = summary.directIds.slice(i, i + 200).join(',');

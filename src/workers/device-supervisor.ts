@@ -18,6 +18,7 @@ import { MessageQueue, type ClaimedMessage } from '../domain/message-queue.js';
 import type { DirectSendHost } from '../domain/messages.js';
 
 const MAX_DEVICES_PER_WORKER = 500;
+const CANCEL_MEMORY_MS = 10 * 60_000;
 
 export function newWorkerId(): string {
   return `wkr_${os.hostname()}_${process.pid}_${randomBytes(3).toString('hex')}`;
@@ -34,6 +35,8 @@ export class DeviceSupervisor implements DirectSendHost {
   private stopped = true;
   private leaseValidUntil = 0;
   private readonly unsubscribers: (() => void)[] = [];
+  /** Jobs cancelled lately (id → until when it is remembered): their claimed messages are not handed over. */
+  private readonly cancelledJobs = new Map<string, number>();
 
   constructor(
     private readonly database: Database,
@@ -80,10 +83,25 @@ export class DeviceSupervisor implements DirectSendHost {
         if (kind === 'reconnect' && id && this.runners.has(id)) void this.runners.get(id)!.reconnectNow();
         if (kind === 'new' || kind === 'logout' || kind === 'reconnect') this.tick();
       }),
-      this.bus.subscribe('waygate_dispatch', (payload) => this.runners.get(payload)?.wake()),
+      this.bus.subscribe('waygate_dispatch', (payload) => {
+        if (payload.startsWith('cancel:')) this.noteCancelled(payload.slice('cancel:'.length));
+        else this.runners.get(payload)?.wake();
+      }),
     );
     this.timer = setInterval(() => this.tick(), Math.max(250, Math.floor(this.config.leaseMs / 3)));
     this.tick();
+  }
+
+  /** Whether this worker has heard that the job was cancelled (lately). */
+  jobCancelled(jobId: string): boolean {
+    return this.cancelledJobs.has(jobId);
+  }
+
+  /** Remembered for longer than any claimed batch waits to be handed over. */
+  private noteCancelled(jobId: string): void {
+    const now = Date.now();
+    for (const [id, until] of this.cancelledJobs) if (until < now) this.cancelledJobs.delete(id);
+    this.cancelledJobs.set(jobId, now + CANCEL_MEMORY_MS);
   }
 
   /** Runs a lease round now, or right after the one in progress. */
@@ -154,6 +172,7 @@ export class DeviceSupervisor implements DirectSendHost {
         bulkDelayMs: this.config.bulkDelayMs,
         batchSize: this.batchSize,
         leaseValid: () => Date.now() < this.leaseValidUntil,
+        jobCancelled: (jobId) => this.jobCancelled(jobId),
         onLoggedOut: (id) => {
           void this.stopRunner(id, false);
         },
