@@ -82,7 +82,7 @@ export async function startMessagingServers(input: ServersInput): Promise<Starte
     };
   }
   return {
-    info: { waygate: server.address, bare: bare?.address ?? null },
+    info: { waygate: server.address!, bare: bare?.address ?? null },
     async close() {
       await bare?.close();
       await server.stop();

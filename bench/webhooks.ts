@@ -56,7 +56,7 @@ export async function startWebhookBenchServer(input: ServerInput): Promise<Start
     WEBHOOK_RETRY_SCHEDULE: '0,1s,1s,1s,1s',
   });
   const server = await startServer(config, 'all');
-  return { info: { origin: server.address.replace('localhost', '127.0.0.1') }, close: () => server.stop() };
+  return { info: { origin: server.address!.replace('localhost', '127.0.0.1') }, close: () => server.stop() };
 }
 
 /** The receivers: one HTTP server, an endpoint per path; /hang never answers. */

@@ -10,6 +10,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 
 export interface Config {
   port: number;
+  /** The port of a `--role worker` process's ops routes (/healthz, /readyz, /metrics); none unless WORKER_PORT is set. */
+  workerPort: number | undefined;
   host: string;
   databaseUrl: string | undefined;
   dataDir: string;
@@ -110,6 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const network = oneOf('NETWORK', ['sandbox', 'whatsapp'] as const, 'sandbox');
   const port = int('PORT', 3000, 0, 65535);
+  const workerPort = str('WORKER_PORT') === undefined ? undefined : int('WORKER_PORT', 0, 0, 65535);
   const host = str('HOST') ?? '0.0.0.0';
 
   const databaseUrl = str('DATABASE_URL');
@@ -167,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   const config: Config = {
     port,
+    workerPort,
     host,
     databaseUrl,
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),

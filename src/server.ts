@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp, createServices } from './app.js';
-import type { Config, Role } from './config.js';
+import { ConfigError, type Config, type Role } from './config.js';
+import { startControlSocket } from './control-socket.js';
 import { openDatabase, type Database } from './db/client.js';
 import { runMigrations } from './db/migrate.js';
 import { WorkerRuntime } from './workers/runtime.js';
@@ -10,21 +11,24 @@ import { WorkerRuntime } from './workers/runtime.js';
 export interface RunningServer {
   app: FastifyInstance;
   database: Database;
-  address: string;
+  /** Where it listens; undefined for a worker without WORKER_PORT. */
+  address: string | undefined;
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, role: Role): Promise<RunningServer> {
+/** `usage`: the CLI's usage text, for operator commands that reach this server through its control socket. */
+export async function startServer(config: Config, role: Role, usage = ''): Promise<RunningServer> {
   if (role !== 'all' && !config.databaseUrl) {
-    throw new Error(
+    throw new ConfigError([
       `--role ${role} needs DATABASE_URL: the embedded database (PGlite) serves one process, so separate ` +
         'api and worker processes must share a PostgreSQL server.',
-    );
+    ]);
   }
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   let app: FastifyInstance | undefined;
   let worker: WorkerRuntime | undefined;
   let workerDatabase: Database | undefined;
+  let control: { close(): Promise<void> } | undefined;
   const services = createServices(database, config);
   try {
     await runMigrations(database);
@@ -40,8 +44,13 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
       // One process serving both roles: direct sends skip the queue round trip (see DirectSendHost).
       if (role === 'all') services.messages.directHost = worker.supervisor;
     }
-    const address = await app.listen({ port: config.port, host: config.host });
-    app.log.info({ role, database: database.kind, network: config.network, address }, 'waygate is up');
+    // A worker has only ops routes, and listens only where asked (WORKER_PORT), so it never takes
+    // the API's port on the same machine.
+    const port = role === 'worker' ? config.workerPort : config.port;
+    const address = port === undefined ? undefined : await app.listen({ port, host: config.host });
+    // The embedded database is this process's alone: the CLI's operator commands come through here.
+    if (database.kind === 'pglite') control = await startControlSocket(config.dataDir, database, app.log as unknown as Logger, usage);
+    app.log.info({ role, database: database.kind, network: config.network, address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)' }, 'waygate is up');
     const [{ n: accountCount } = { n: 0 }] = await database.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts');
     if (accountCount === 0) {
       app.log.info(
@@ -59,6 +68,7 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
         stopping ??= (async () => {
           // Drain: stop taking requests, let the worker finish what it has in flight, then close.
           await app!.close();
+          await control?.close();
           await worker?.stop();
           await services.close();
           if (workerDatabase && workerDatabase !== database) await workerDatabase.close();
@@ -70,6 +80,7 @@ export async function startServer(config: Config, role: Role): Promise<RunningSe
     return running;
   } catch (error) {
     await app?.close().catch(() => undefined);
+    await control?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     await services.close().catch(() => undefined);
     if (workerDatabase && workerDatabase !== database) await workerDatabase.close().catch(() => undefined);

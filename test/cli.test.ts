@@ -90,39 +90,70 @@ describe('waygate CLI on the embedded database', () => {
     expect(unknown.code).toBe(2);
   }, 120_000);
 
-  it('refuses to open a data directory that a running server holds', async () => {
+  it('runs operator commands through the server that holds the data directory, and refuses a second server', async () => {
     const dataDir = tempDataDir();
     const server: ChildProcess = spawn(TSX, [CLI, 'serve'], {
       env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
       cwd: ROOT,
     });
     try {
-      await new Promise<void>((resolve, reject) => {
+      const origin = await new Promise<string>((resolve, reject) => {
         let output = '';
         const timer = setTimeout(() => reject(new Error(`server did not start: ${output}`)), 60_000);
         server.stdout!.on('data', (chunk: Buffer) => {
           output += chunk.toString();
-          if (output.includes('waygate is up')) {
+          const up = /"address":"(http:\/\/[^"]+)".*waygate is up/.exec(output);
+          if (up) {
             clearTimeout(timer);
-            resolve();
+            resolve(up[1]!);
           }
         });
         server.on('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)));
       });
-      const refused = await run(['accounts', 'create', '--email', 'a@example.com', '--password', 'long password'], { DATA_DIR: dataDir });
-      expect(refused.code).toBe(1);
-      expect(refused.stderr).toMatch(/in use by another Waygate process \(pid \d+\)/);
-      expect(refused.stderr).toMatch(/stop the server first/);
+      const env = { DATA_DIR: dataDir };
+      const created = await run(['accounts', 'create', '--email', 'a@example.com', '--password', 'long password', '--plan', 'pro'], env);
+      expect(created.stderr).toBe('');
+      expect(created.code).toBe(0);
+      expect(created.stdout).toMatch(/^Created account acc_\w+ \(plan pro\) with user a@example.com\n$/);
+
+      const token = await run(['tokens', 'create', '--email', 'a@example.com', '--name', 'laptop'], env);
+      expect(token.code).toBe(0);
+      expect(token.stdout).toMatch(/^wg_[0-9A-Za-z]{43}\n$/);
+      expect(token.stderr).toMatch(/shown only now/);
+      // The token works against the running server at once.
+      const account = await fetch(`${origin}/account`, { headers: { 'x-api-key': token.stdout.trim() } });
+      expect(account.status).toBe(200);
+
+      // Mistakes are told the same way as without a server.
+      const missing = await run(['accounts', 'create', '--email', 'b@example.com'], env);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('--password is required');
+      const noUser = await run(['tokens', 'list', '--email', 'nobody@example.com'], env);
+      expect(noUser.code).toBe(1);
+      expect(noUser.stderr).toMatch(/NOT_FOUND/);
+
+      // A second server cannot share the embedded database.
+      const second = await run(['serve'], { ...env, PORT: '0', HOST: '127.0.0.1' });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/in use by another Waygate process \(pid \d+\)/);
     } finally {
       const exited = new Promise((resolve) => server.once('exit', resolve));
       server.kill('SIGTERM');
       await exited;
     }
-    // After a clean stop the lock is gone and the CLI works.
-    const after = await run(['accounts', 'create', '--email', 'a@example.com', '--password', 'long password'], { DATA_DIR: dataDir });
-    expect(after.stderr).toBe('');
-    expect(after.code).toBe(0);
+    // After a clean stop the lock and the socket are gone, the CLI opens the database itself and sees what the server wrote.
+    expect(fs.readdirSync(dataDir)).not.toContain('waygate.lock');
+    const list = await run(['tokens', 'list', '--email', 'a@example.com'], { DATA_DIR: dataDir });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/\tactive\t"laptop"\t/);
   }, 120_000);
+
+  it('explains a role that needs PostgreSQL without a stack trace', async () => {
+    const result = await run(['serve', '--role', 'api'], { DATA_DIR: tempDataDir(), DATABASE_URL: '' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/--role api needs DATABASE_URL/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
 
   it('takes over a lock left by a process that died', async () => {
     const dataDir = tempDataDir();

@@ -1,21 +1,11 @@
 /**
- * Where tests that need a real PostgreSQL server find one: TEST_DATABASE_URL, else the local
- * server. In CI (CI=true) a missing server fails the test; elsewhere such tests are skipped.
+ * Where tests that need a PostgreSQL server of their own (several CLI processes on one database)
+ * find it: TEST_DATABASE_URL, and nowhere else. Such tests are named *.pg.test.ts, so they run
+ * in the PostgreSQL pass (`TEST_DATABASE_URL=postgres://… npm test`) and are not collected in the
+ * embedded one: `npm test` alone never touches a local PostgreSQL server.
  */
-import pg from 'pg';
-
-export const LOCAL_POSTGRES = 'postgres://postgres@127.0.0.1:5432/test';
-
-export async function postgresUrlForFaultTests(): Promise<string | undefined> {
-  const url = process.env.TEST_DATABASE_URL ?? LOCAL_POSTGRES;
-  if (process.env.CI === 'true') return url;
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return url;
-  } catch {
-    return undefined;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+export function postgresUrlForFaultTests(): string {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error('*.pg.test.ts run only with TEST_DATABASE_URL set (vitest.config.ts excludes them otherwise)');
+  return url;
 }

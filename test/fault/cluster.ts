@@ -57,7 +57,7 @@ export async function createCluster(baseUrl: string, prefix: string, defaults: R
       // node itself (not the tsx wrapper), so the pid in a lease owner is the process a test kills.
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
         cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...defaults, ...env },
+        env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', WORKER_PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...defaults, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const output: string[] = [];
