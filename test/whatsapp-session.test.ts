@@ -447,6 +447,8 @@ describe('incoming messages', () => {
     socket.emit('contacts.upsert', [{ id: '333@lid', phoneNumber: '6281344444444@s.whatsapp.net' }]);
     socket.emit('contacts.update', [{ id: '6281355555555@s.whatsapp.net', lid: '555@lid' }]);
     socket.lidStore.set('666@lid', '6281366666666:4@s.whatsapp.net');
+    // The initial history sync's pairs (Baileys 7: messaging-history.set lidPnMappings).
+    socket.emit('messaging-history.set', { contacts: [], lidPnMappings: [{ lid: '888@lid', pn: '6281388888888@s.whatsapp.net' }] });
     socket.incoming([
       { key: { remoteJid: '222:3@lid', id: 'L2', fromMe: false }, message: { conversation: 'b' } },
       { key: { remoteJid: '333@lid', id: 'L3', fromMe: false }, message: { conversation: 'c' } },
@@ -456,8 +458,9 @@ describe('incoming messages', () => {
       { key: { remoteJid: '666@lid', id: 'L7', fromMe: false }, message: { conversation: 'g' } },
       // A sender addressed by number whose LID WhatsApp also gives.
       { key: { remoteJid: '6281377777777@s.whatsapp.net', remoteJidAlt: '777@lid', addressingMode: 'pn', id: 'L8', fromMe: false }, message: { conversation: 'h' } },
+      { key: { remoteJid: '888@lid', id: 'L9', fromMe: false }, message: { conversation: 'i' } },
     ]);
-    await waitFor(() => eventsOf(h.events, 'incoming').length === 8, 2_000, 'eight incoming');
+    await waitFor(() => eventsOf(h.events, 'incoming').length === 9, 2_000, 'nine incoming');
     expect(eventsOf(h.events, 'incoming').map((m) => `${m.networkMessageId}:${m.from}:${m.fromLid ?? '-'}`)).toEqual([
       'L1:6281322222222:111@lid',
       'L2:6281333333333:222@lid',
@@ -467,6 +470,7 @@ describe('incoming messages', () => {
       'L6:6281355555555:555@lid',
       'L7:6281366666666:666@lid',
       'L8:6281377777777:777@lid',
+      'L9:6281388888888:888@lid',
     ]);
     // Kept in the database: a worker that takes the device over knows them too.
     const rows = await ctx.database.query<{ lid: string; phone_number: string }>('SELECT lid, phone_number FROM whatsapp_lids WHERE device_id = $1 ORDER BY lid', [deviceId]);
@@ -477,6 +481,7 @@ describe('incoming messages', () => {
       '555@lid=6281355555555',
       '666@lid=6281366666666',
       '777@lid=6281377777777',
+      '888@lid=6281388888888',
     ]);
   });
 

@@ -80,8 +80,10 @@ export function baileysSocketFactory(baileys: BaileysModule, config: WhatsAppCon
       connectTimeoutMs: config.connectTimeoutMs,
       defaultQueryTimeoutMs: config.connectTimeoutMs,
       markOnlineOnConnect: false,
+      // Baileys' default history policy (everything but the FULL sync): the initial sync is where
+      // Baileys 7 learns most LID ↔ number pairs (it warns that sessions are unstable without it).
+      // The history's messages are not stored; its pairs are (messaging-history.set).
       syncFullHistory: false,
-      shouldSyncHistoryMessage: () => false,
       // Status updates, broadcast lists and channels are not Waygate's traffic: not decrypted at all.
       shouldIgnoreJid: (jid: string) => isBroadcastJid(jid),
       generateHighQualityLinkPreview: false,

@@ -125,6 +125,8 @@ export interface WAEventMap {
   'messages.update': WAMessageUpdate[];
   'message-receipt.update': WAReceiptUpdate[];
   'lid-mapping.update': WALidMapping;
+  /** History sync chunks (only their LID pairs and contacts are read). */
+  'messaging-history.set': { contacts?: WAContact[]; lidPnMappings?: WALidMapping[] };
   'contacts.upsert': WAContact[];
   'contacts.update': Partial<WAContact>[];
 }

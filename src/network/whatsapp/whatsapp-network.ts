@@ -281,6 +281,12 @@ export class WhatsAppSession implements NetworkSession {
     on('messages.update', (updates) => this.serial(() => this.onMessageUpdates(updates), 'messages.update'));
     on('message-receipt.update', (updates) => this.serial(() => this.onUserReceipts(updates), 'message-receipt.update'));
     on('lid-mapping.update', (mapping) => this.serial(() => this.onLidMapping(mapping), 'lid-mapping.update'));
+    on('messaging-history.set', ({ contacts, lidPnMappings }) =>
+      this.serial(async () => {
+        for (const mapping of lidPnMappings ?? []) await this.onLidMapping(mapping);
+        await this.onContacts(contacts ?? []);
+      }, 'messaging-history.set'),
+    );
     on('contacts.upsert', (contacts) => this.serial(() => this.onContacts(contacts), 'contacts.upsert'));
     on('contacts.update', (contacts) => this.serial(() => this.onContacts(contacts as WAContact[]), 'contacts.update'));
     const onAck = (node: WABinaryNode): void => this.onServerAck(node);
