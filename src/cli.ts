@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `waygate` command: serve | migrate | accounts create|set-plan | tokens create|list|revoke.
+ * The `waygate` command: serve | migrate | accounts create|set-plan | tokens create|list|revoke |
+ * doctor whatsapp.
  * Operator commands print results on stdout (`tokens create` prints only the token, so it can be
  * captured: TOKEN=$(waygate tokens create ...)) and problems on stderr with a non-zero exit.
  */
@@ -12,6 +13,7 @@ import { DataDirLockedError } from './db/data-dir-lock.js';
 import { runMigrations } from './db/migrate.js';
 import { AccountService } from './domain/accounts.js';
 import { TokenService } from './domain/tokens.js';
+import { whatsappDoctor } from './network/whatsapp/doctor.js';
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
 
@@ -26,6 +28,8 @@ Commands:
                                                      Prints only the token value
   tokens list --email E
   tokens revoke --id ID
+  doctor whatsapp                                    Before linking a phone: is WhatsApp reachable, which
+                                                     web version is used, does the auth store round-trip
 
 Configuration comes from the environment (see README): DATABASE_URL, DATA_DIR, PORT, ...`;
 
@@ -157,6 +161,16 @@ async function main(argv: string[]): Promise<number> {
         const record = await new TokenService(database).revokeById(need(values, 'id'));
         console.log(`Token ${record.id} revoked at ${record.revokedAt?.toISOString()}`);
         return 0;
+      });
+    case 'doctor whatsapp':
+      return withDatabase(config, async (database) => {
+        const marks = { true: 'ok  ', false: 'FAIL', warn: 'warn' };
+        const passed = await whatsappDoctor(config, database, ({ ok, check, detail }) => console.log(`${marks[String(ok) as keyof typeof marks]}  ${check}: ${detail}`));
+        console.log(passed ? 'WhatsApp checks passed: link a phone with POST /devices.' : 'Some WhatsApp checks failed (see above).');
+        // The test socket's websocket may wait up to 30 s for a close handshake its server never
+        // answers; the report is complete, so the process does not wait for it.
+        setTimeout(() => process.exit(), 100).unref();
+        return passed ? 0 : 1;
       });
     default:
       throw new UsageError(`Unknown command "${positionals.join(' ')}"`);
