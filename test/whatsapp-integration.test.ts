@@ -242,6 +242,25 @@ describe('NETWORK=whatsapp through the API', () => {
     fake.script = (s) => s.showQr();
   });
 
+  it('a refused account (403): DISCONNECTED with ACCOUNT_REFUSED and no reconnect; POST /devices/:id/reconnect resumes it', async () => {
+    const before = fake.sockets.length;
+    socket.close(403, 'Connection Failure');
+    const down = await waitFor(async () => {
+      const d = await getDevice(ctx, tenant, deviceId);
+      return d.status === 'DISCONNECTED' && d;
+    }, 3_000, 'DISCONNECTED');
+    expect(down.lastError).toMatch(/^ACCOUNT_REFUSED: WhatsApp refused the account \(403/);
+    // The runner's first reconnect would come after 1 s: none comes.
+    await sleep(2_500);
+    expect(fake.sockets).toHaveLength(before);
+    fake.script = (s) => s.open();
+    const { status } = await api('POST', `/devices/${deviceId}/reconnect`);
+    expect(status).toBe(200);
+    socket = await fake.waitForSockets(before + 1, 5_000);
+    await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'CONNECTED', 5_000, 'CONNECTED again');
+    fake.script = (s) => s.showQr();
+  });
+
   it('unlinked on the phone (401): LOGGED_OUT, credentials deleted, waiting messages failed', async () => {
     socket.close(401, 'Connection Failure');
     await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'LOGGED_OUT', 3_000, 'LOGGED_OUT');

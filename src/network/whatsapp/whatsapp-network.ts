@@ -523,7 +523,9 @@ export class WhatsAppSession implements NetworkSession {
     let startClock: () => void = () => undefined;
     const acked = new Promise<SendResult | SendFailure>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
+      let settled = false;
       startClock = () => {
+        if (settled) return; // acknowledged before sendMessage returned
         timer = setTimeout(() => {
           this.acks.delete(id);
           resolve({ ok: false, permanent: false, code: 'ACK_TIMEOUT', message: 'WhatsApp did not acknowledge the message in time; it is sent again with the same id' });
@@ -533,6 +535,7 @@ export class WhatsAppSession implements NetworkSession {
       this.acks.get(id)?.resolve({ ok: false, permanent: false, code: 'SUPERSEDED', message: 'The message was handed over again' });
       this.acks.set(id, {
         resolve: (result) => {
+          settled = true;
           if (timer) clearTimeout(timer);
           this.acks.delete(id);
           resolve(result);
@@ -556,8 +559,7 @@ export class WhatsAppSession implements NetworkSession {
       return this.failed(failure);
     }
     startClock();
-    if (sent?.message) await this.keepSent(id, sent.message);
-    const result = await acked;
+    const [result] = await Promise.all([acked, sent?.message ? this.keepSent(id, sent.message) : undefined]);
     if (!result.ok) {
       this.log.warn({ code: result.code, type: message.type, to: maskPhone(message.to) }, 'WhatsApp refused the message');
       return this.failed(result);
