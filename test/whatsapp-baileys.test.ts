@@ -63,7 +63,17 @@ describe('the real Baileys socket', () => {
     const server = await upgradingServer('silent');
     const config = loadConfig({ NETWORK: 'whatsapp', WHATSAPP_WS_URL: `ws://127.0.0.1:${server.port}/ws/chat`, WHATSAPP_CONNECT_TIMEOUT_MS: '5000' }).whatsapp;
     const creds = baileys.initAuthCreds() as AuthState['creds'];
-    const auth: AuthState = { creds, keys: { get: async () => ({}), set: async () => undefined } };
+    let reads = 0;
+    const auth: AuthState = {
+      creds,
+      keys: {
+        get: async (type, ids) => {
+          if (type === 'session' && ids.includes('waygate-test.0')) reads++;
+          return Object.fromEntries(ids.map((id) => [id, { public: Buffer.alloc(32, 1), private: Buffer.alloc(32, 2) }]));
+        },
+        set: async () => undefined,
+      },
+    };
     let socket: WASocketLike | undefined;
     const version: [number, number, number] = [2, 3000, 1023456789];
     try {
@@ -81,8 +91,13 @@ describe('the real Baileys socket', () => {
       expect((handed!.shouldIgnoreJid as (jid: string) => boolean)('status@broadcast')).toBe(true);
       expect((handed!.shouldIgnoreJid as (jid: string) => boolean)('120363025246125888@newsletter')).toBe(true);
       expect((handed!.shouldIgnoreJid as (jid: string) => boolean)('6281234567890@s.whatsapp.net')).toBe(false);
-      // The key store is Baileys' cacheable one around the database store, not the database store itself.
-      expect((handed!.auth as { keys: unknown }).keys).not.toBe(auth.keys);
+      // The key store is Baileys' cacheable one around the database store: a key read twice costs one database read.
+      const cached = (handed!.auth as { keys: AuthState['keys'] }).keys;
+      expect(cached).not.toBe(auth.keys);
+      const before = reads;
+      await cached.get('session', ['waygate-test.0']);
+      await cached.get('session', ['waygate-test.0']);
+      expect(reads - before).toBe(1);
       await server.upgraded;
       // The websocket is open on the client side once its first frame (the noise hello) arrived.
       const deadline = Date.now() + 5_000;

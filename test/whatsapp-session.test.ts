@@ -190,8 +190,12 @@ describe('disconnects of a linked device', () => {
     const { deviceId, socket } = await linked(h);
     socket.emit('lid-mapping.update', { lid: '123456@lid', pn: '6281299999999@s.whatsapp.net' });
     await waitFor(async () => (await ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).length === 1, 2_000, 'lid stored');
+    // A bulk pause of this link does not outlive it.
+    await h.network.sessionOf(deviceId)!.bulkPolicy.pause(new Date(Date.now() + 60_000));
     socket.close(401, 'Connection Failure');
     await waitFor(() => eventsOf(h.events, 'disconnected')[0]?.reason === 'logout', 2_000, 'logout');
+    const [row] = await ctx.database.query<{ bulk_paused_until: Date | null }>('SELECT bulk_paused_until FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
+    expect(row!.bulk_paused_until).toBeNull();
     const auth = await ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [deviceId]);
     expect(auth).toHaveLength(0);
     expect(await ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).toHaveLength(0);

@@ -397,7 +397,7 @@ export class WhatsAppSession implements NetworkSession {
         return;
       }
       await this.store.clear();
-      await this.forgetLids();
+      await this.forgetLink();
       this.creds = undefined;
       this.log.warn({ statusCode }, 'the device was unlinked from the phone (LOGGED_OUT); credentials deleted');
       await this.emit({ type: 'disconnected', reason: 'logout', message: decision.message });
@@ -779,9 +779,15 @@ export class WhatsAppSession implements NetworkSession {
     }
   }
 
-  private async forgetLids(): Promise<void> {
+  /** Unlinked: what was learnt about this link goes (LID pairs, a stop, a bulk pause); the next link starts clean. */
+  private async forgetLink(): Promise<void> {
     this.lids.clear();
+    this.stopped = undefined;
     await this.options.database.query('DELETE FROM whatsapp_lids WHERE device_id = $1', [this.device.id]);
+    await this.options.database.query(
+      'UPDATE whatsapp_devices SET stopped_code = NULL, stopped_message = NULL, stopped_at = NULL, bulk_paused_until = NULL, updated_at = now() WHERE device_id = $1',
+      [this.device.id],
+    );
   }
 
   // ---- control ---------------------------------------------------------------------------
@@ -846,7 +852,7 @@ export class WhatsAppSession implements NetworkSession {
     }
     await this.close();
     await this.store.clear();
-    await this.forgetLids();
+    await this.forgetLink();
     this.log.info('device logged out of WhatsApp; credentials deleted');
   }
 
