@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `waygate` command: serve | migrate | accounts create|set-plan | tokens create|list|revoke.
+ * The `waygate` command: serve | migrate | accounts create|set-plan | tokens create|list|revoke |
+ * doctor whatsapp.
  * Operator commands print results on stdout (`tokens create` prints only the token, so it can be
  * captured: TOKEN=$(waygate tokens create ...)) and problems on stderr with a non-zero exit.
  */
@@ -10,6 +11,7 @@ import { runThroughServer } from './control-socket.js';
 import { openDatabase } from './db/client.js';
 import { DataDirLockedError } from './db/data-dir-lock.js';
 import { runMigrations } from './db/migrate.js';
+import { whatsappDoctor } from './network/whatsapp/doctor.js';
 import { isOperatorCommand, parseCommandLine, reportFailure, runOperatorCommand, UsageError, type CommandValues, type Output } from './operator-commands.js';
 import { startServer } from './server.js';
 
@@ -24,6 +26,8 @@ Commands:
                                                      Prints only the token value
   tokens list --email E
   tokens revoke --id ID
+  doctor whatsapp                                    Before linking a phone: is WhatsApp reachable, which
+                                                     web version is used, does the auth store round-trip
 
 Configuration comes from the environment (see README): DATABASE_URL, DATA_DIR, PORT, ...`;
 
@@ -53,6 +57,23 @@ async function operatorCommand(config: Config, argv: string[], command: string, 
   }
 }
 
+/** `doctor whatsapp`: checks a user runs on their own machine before linking a phone. */
+async function doctor(config: Config): Promise<number> {
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  try {
+    await runMigrations(database);
+    const marks = { true: 'ok  ', false: 'FAIL', warn: 'warn' };
+    const passed = await whatsappDoctor(config, database, ({ ok, check, detail }) => console.log(`${marks[String(ok) as keyof typeof marks]}  ${check}: ${detail}`));
+    console.log(passed ? 'WhatsApp checks passed: link a phone with POST /devices.' : 'Some WhatsApp checks failed (see above).');
+    // The test socket's websocket may wait up to 30 s for a close handshake its server never
+    // answers; the report is complete, so the process does not wait for it.
+    setTimeout(() => process.exit(), 100).unref();
+    return passed ? 0 : 1;
+  } finally {
+    await database.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { command, values } = parseCommandLine(argv);
   if (values.help || !command) {
@@ -61,6 +82,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig();
   if (isOperatorCommand(command)) return operatorCommand(config, argv, command, values);
+  if (command === 'doctor whatsapp') return doctor(config);
   if (command !== 'serve') throw new UsageError(`Unknown command "${command}"`);
 
   // Collect garbage more eagerly than V8's default (which lets the heap grow up to 4x its

@@ -55,6 +55,18 @@ export interface WhatsAppConfig {
   logLevel: LogLevel;
   /** The WhatsApp Web endpoint; change it only to go through a proxy or in tests. */
   webSocketUrl: string;
+  /**
+   * The WhatsApp Web client version the sockets announce: 'auto' (fetched from `webVersionUrl` at
+   * start and again after the server calls the client outdated; the version bundled with Baileys
+   * when that fails) or a fixed [2, 3000, n].
+   */
+  waVersion: 'auto' | [number, number, number];
+  /** Where 'auto' reads the current version (WhatsApp Web's service worker, which names its client revision). */
+  webVersionUrl: string;
+  /** How long uploading an outgoing message's media may take; the acknowledgement timeout starts after it. */
+  uploadTimeoutMs: number;
+  /** QR cycles (sockets whose codes all expired unscanned) before a linking device stops asking for new ones. */
+  maxQrCycles: number;
 }
 
 export class ConfigError extends Error {
@@ -167,6 +179,15 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const whatsappWsUrl = str('WHATSAPP_WS_URL') ?? 'wss://web.whatsapp.com/ws/chat';
   if (!/^wss?:\/\/[^/\s]+/.test(whatsappWsUrl)) problems.push(`WHATSAPP_WS_URL must be a ws:// or wss:// URL (got "${whatsappWsUrl}")`);
+  let waVersion: WhatsAppConfig['waVersion'] = 'auto';
+  const waVersionRaw = str('WHATSAPP_WA_VERSION');
+  if (waVersionRaw !== undefined && waVersionRaw.toLowerCase() !== 'auto') {
+    const match = /^(\d{1,6})\.(\d{1,9})\.(\d{1,12})$/.exec(waVersionRaw);
+    if (match) waVersion = [Number(match[1]), Number(match[2]), Number(match[3])];
+    else problems.push(`WHATSAPP_WA_VERSION must be "auto" or a version such as 2.3000.1023456789 (got "${waVersionRaw}")`);
+  }
+  const webVersionUrl = str('WHATSAPP_WEB_VERSION_URL') ?? 'https://web.whatsapp.com/sw.js';
+  if (!/^https?:\/\/[^/\s]+/.test(webVersionUrl)) problems.push(`WHATSAPP_WEB_VERSION_URL must be an http(s) URL (got "${webVersionUrl}")`);
 
   const config: Config = {
     port,
@@ -195,6 +216,10 @@ export function loadConfig(env: Env = process.env): Config {
       connectTimeoutMs: int('WHATSAPP_CONNECT_TIMEOUT_MS', 20_000, 500, 300_000),
       logLevel: oneOf('WHATSAPP_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'warn'),
       webSocketUrl: whatsappWsUrl,
+      waVersion,
+      webVersionUrl,
+      uploadTimeoutMs: int('WHATSAPP_UPLOAD_TIMEOUT_MS', 300_000, 1_000, 3_600_000),
+      maxQrCycles: int('WHATSAPP_MAX_QR_CYCLES', 5, 1, 1_000),
     },
     dashboardSignup: oneOf('DASHBOARD_SIGNUP', ['first-user', 'open'] as const, 'first-user'),
   };

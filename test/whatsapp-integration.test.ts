@@ -17,7 +17,7 @@ import { DeviceSupervisor } from '../src/workers/device-supervisor.js';
 import { createTenant, createTestApp, expectError, json, type Tenant, type TestContext } from './helpers.js';
 import { getDevice, getJob, getMessage, listMessages, send, sendBulk, sleep, waitFor, type DeviceBody, type QrBody } from './messaging-helpers.js';
 import { FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
-import { realHelpers } from './whatsapp/harness.js';
+import { realHelpers, testVersionSource } from './whatsapp/harness.js';
 
 let ctx: TestContext;
 let tenant: Tenant;
@@ -42,6 +42,7 @@ beforeAll(async () => {
     config: config.whatsapp,
     socketFactory: fake.factory,
     helpers: await realHelpers(),
+    version: testVersionSource(),
     linkingBackoffMs: [50, 100],
     flapBackoffMs: [200, 400],
   });
@@ -176,20 +177,21 @@ describe('NETWORK=whatsapp through the API', () => {
   it('stores an incoming message and writes message.received with the sender\'s number (a @lid sender mapped)', async () => {
     socket.incoming([
       { key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'INCOMING-1', fromMe: false }, message: { conversation: 'is it in stock?' } },
-      { key: { remoteJid: '5550001@lid', id: 'INCOMING-2', fromMe: false, senderPn: '6281399999999@s.whatsapp.net' }, message: { imageMessage: { mimetype: 'image/jpeg', caption: 'this one', fileLength: 48213 } } },
+      { key: { remoteJid: '5550001@lid', id: 'INCOMING-2', fromMe: false, remoteJidAlt: '6281399999999@s.whatsapp.net', addressingMode: 'lid' }, message: { imageMessage: { mimetype: 'image/jpeg', caption: 'this one', fileLength: 48213 } } },
     ]);
     const received = await waitFor(async () => {
       const list = await events('message.received');
       return list.length === 2 && list;
     }, 3_000, 'two message.received events');
-    expect(received.map((e) => [e.data.from, e.data.type, e.data.content])).toEqual([
-      ['6281388888888', 'TEXT', 'is it in stock?'],
-      ['6281399999999', 'IMAGE', 'this one'],
+    // Both addresses of a sender WhatsApp addressed by its LID: the number in `from`, the LID in `fromLid`.
+    expect(received.map((e) => [e.data.from, e.data.fromLid, e.data.type, e.data.content])).toEqual([
+      ['6281388888888', null, 'TEXT', 'is it in stock?'],
+      ['6281399999999', '5550001@lid', 'IMAGE', 'this one'],
     ]);
     // The media's metadata is stored and shown (the file stays on the network).
     expect(received.map((e) => e.data.media)).toEqual([null, { mimeType: 'image/jpeg', sizeBytes: 48213 }]);
     const { body: stored } = await api<{ data: { media: unknown; direction: string } }>('GET', `/messages/${String(received[1]!.data.id)}`);
-    expect(stored.data).toMatchObject({ direction: 'in', media: { mimeType: 'image/jpeg', sizeBytes: 48213 } });
+    expect(stored.data).toMatchObject({ direction: 'in', from: '6281399999999', fromLid: '5550001@lid', media: { mimeType: 'image/jpeg', sizeBytes: 48213 } });
     // A redelivery of the same message is not stored twice.
     socket.incoming([{ key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'INCOMING-1', fromMe: false }, message: { conversation: 'is it in stock?' } }], 'append');
     await sleep(200);
@@ -237,6 +239,25 @@ describe('NETWORK=whatsapp through the API', () => {
     await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'CONNECTED', 5_000, 'CONNECTED again');
     await sleep(300);
     expect(fake.sockets).toHaveLength(before + 1);
+    fake.script = (s) => s.showQr();
+  });
+
+  it('a refused account (403): DISCONNECTED with ACCOUNT_REFUSED and no reconnect; POST /devices/:id/reconnect resumes it', async () => {
+    const before = fake.sockets.length;
+    socket.close(403, 'Connection Failure');
+    const down = await waitFor(async () => {
+      const d = await getDevice(ctx, tenant, deviceId);
+      return d.status === 'DISCONNECTED' && d;
+    }, 3_000, 'DISCONNECTED');
+    expect(down.lastError).toMatch(/^ACCOUNT_REFUSED: WhatsApp refused the account \(403/);
+    // The runner's first reconnect would come after 1 s: none comes.
+    await sleep(2_500);
+    expect(fake.sockets).toHaveLength(before);
+    fake.script = (s) => s.open();
+    const { status } = await api('POST', `/devices/${deviceId}/reconnect`);
+    expect(status).toBe(200);
+    socket = await fake.waitForSockets(before + 1, 5_000);
+    await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'CONNECTED', 5_000, 'CONNECTED again');
     fake.script = (s) => s.showQr();
   });
 
@@ -302,6 +323,7 @@ describe('takeover', () => {
       config: loadConfig({ ...ENV }).whatsapp,
       socketFactory: otherFake.factory,
       helpers: await realHelpers(),
+    version: testVersionSource(),
     });
     const otherSupervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, otherNetwork, http, ctx.config, log);
     try {

@@ -5,7 +5,7 @@
  * senders, and what the logs leave out. The database is real (auth state, LID pairs).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { NetworkEvent, OutgoingMessage } from '../src/network/network.js';
+import type { DeviceInfo, NetworkEvent, OutgoingMessage } from '../src/network/network.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { sleep, waitFor } from './messaging-helpers.js';
 import { createHarness, eventsOf, insertDevice, type Harness } from './whatsapp/harness.js';
@@ -35,7 +35,7 @@ async function harness(config: Parameters<typeof createHarness>[1] = {}): Promis
 const PHONE = '6281234567001';
 
 /** A device linked through the fake: QR shown, phone scans, restart, open. */
-async function linked(h: Harness, phone = PHONE): Promise<{ deviceId: string; socket: FakeSocket }> {
+async function linked(h: Harness, phone = PHONE): Promise<{ deviceId: string; socket: FakeSocket; device: DeviceInfo }> {
   const device = await insertDevice(ctx, tenant.accountId);
   await h.open(device);
   const first = await h.fake.waitForSockets(1);
@@ -43,7 +43,7 @@ async function linked(h: Harness, phone = PHONE): Promise<{ deviceId: string; so
   h.fake.script = (socket) => socket.open();
   const socket = await h.fake.waitForSockets(2);
   await waitFor(() => eventsOf(h.events, 'connected').length === 1, 2_000, 'connected');
-  return { deviceId: device.id, socket };
+  return { deviceId: device.id, socket, device };
 }
 
 function text(id: string, to = '6281200000001', content = 'hello there'): OutgoingMessage {
@@ -188,10 +188,14 @@ describe('disconnects of a linked device', () => {
   it('401 (unlinked on the phone) → logout, credentials and LID pairs deleted, no reconnect', async () => {
     const h = await harness();
     const { deviceId, socket } = await linked(h);
-    socket.emit('chats.phoneNumberShare', { lid: '123456@lid', jid: '6281299999999@s.whatsapp.net' });
+    socket.emit('lid-mapping.update', { lid: '123456@lid', pn: '6281299999999@s.whatsapp.net' });
     await waitFor(async () => (await ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).length === 1, 2_000, 'lid stored');
+    // A bulk pause of this link does not outlive it.
+    await h.network.sessionOf(deviceId)!.bulkPolicy.pause(new Date(Date.now() + 60_000));
     socket.close(401, 'Connection Failure');
     await waitFor(() => eventsOf(h.events, 'disconnected')[0]?.reason === 'logout', 2_000, 'logout');
+    const [row] = await ctx.database.query<{ bulk_paused_until: Date | null }>('SELECT bulk_paused_until FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
+    expect(row!.bulk_paused_until).toBeNull();
     const auth = await ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [deviceId]);
     expect(auth).toHaveLength(0);
     expect(await ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).toHaveLength(0);
@@ -199,14 +203,32 @@ describe('disconnects of a linked device', () => {
     expect(h.fake.sockets).toHaveLength(2);
   });
 
-  it('403 → a NUMBER_RESTRICTED warning and a disconnect', async () => {
-    const h = await harness();
-    const { socket } = await linked(h);
-    socket.close(403, 'Connection Failure');
-    await waitFor(() => eventsOf(h.events, 'disconnected').length === 1, 2_000, 'disconnected');
-    expect(eventsOf(h.events, 'warning')[0]).toMatchObject({ code: 'NUMBER_RESTRICTED' });
-    expect(eventsOf(h.events, 'disconnected')[0]!.reason).toBe('error');
-  });
+  for (const code of [402, 403, 406]) {
+    it(`${code} (a refused account) → stopped, not reconnected, still stopped in a new session, resumed by reconnect()`, async () => {
+      const h = await harness();
+      const { deviceId, socket, device } = await linked(h);
+      socket.close(code, 'Connection Failure');
+      await waitFor(() => eventsOf(h.events, 'stopped').length === 1, 2_000, 'stopped');
+      expect(eventsOf(h.events, 'stopped')[0]).toMatchObject({ code: 'ACCOUNT_REFUSED' });
+      expect(eventsOf(h.events, 'stopped')[0]!.message).toContain(String(code));
+      expect(eventsOf(h.events, 'disconnected')).toHaveLength(0);
+      await sleep(300);
+      expect(h.fake.sockets).toHaveLength(2);
+      // Another worker (a restart, a takeover) does not retry it either.
+      await h.network.sessionOf(deviceId)!.close();
+      const again = await h.open({ ...device, status: 'DISCONNECTED' });
+      await sleep(200);
+      expect(h.fake.sockets).toHaveLength(2);
+      expect(eventsOf(h.events, 'stopped')).toHaveLength(2);
+      // Someone reconnects the device: it connects again.
+      h.fake.script = (s) => s.open();
+      await again.reconnect();
+      expect(h.fake.sockets).toHaveLength(3);
+      await waitFor(() => eventsOf(h.events, 'connected').length === 2, 2_000, 'connected again');
+      const [row] = await ctx.database.query<{ stopped_code: string | null }>('SELECT stopped_code FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
+      expect(row!.stopped_code).toBeNull();
+    });
+  }
 
   it('reconnect() opens one new socket and resolves once the attempt settled; a second call while connecting does nothing', async () => {
     const h = await harness();
@@ -287,7 +309,7 @@ describe('sending', () => {
     const { deviceId, socket } = await linked(h);
     const session = h.network.sessionOf(deviceId)!;
     await expect(session.send(text('WG01TEXT'))).resolves.toEqual({ ok: true });
-    expect(socket.sent[0]).toEqual({ jid: '6281200000001@s.whatsapp.net', content: { text: 'hello there', linkPreview: null }, options: { messageId: 'WG01TEXT' } });
+    expect(socket.sent[0]).toMatchObject({ jid: '6281200000001@s.whatsapp.net', content: { text: 'hello there', linkPreview: null }, options: { messageId: 'WG01TEXT' } });
     // A resend (after a crash) carries the same id, so WhatsApp de-duplicates it.
     await expect(session.send(text('WG01TEXT'))).resolves.toEqual({ ok: true });
     expect(socket.sent[1]!.options.messageId).toBe('WG01TEXT');
@@ -321,7 +343,7 @@ describe('sending', () => {
     expect(socket.sent).toHaveLength(0);
 
     socket.ack = { kind: 'error-ack', error: '463' };
-    await expect(session.send(text('WGB'))).resolves.toMatchObject({ ok: false, permanent: false, code: 'NUMBER_RESTRICTED' });
+    await expect(session.send(text('WGB'))).resolves.toMatchObject({ ok: false, permanent: true, code: 'NEW_CONTACT_REFUSED' });
     socket.ack = { kind: 'error-ack', error: '479' };
     await expect(session.send(text('WGC'))).resolves.toMatchObject({ ok: false, permanent: true, code: 'MESSAGE_REJECTED' });
 
@@ -338,7 +360,7 @@ describe('sending', () => {
     await expect(pending).resolves.toMatchObject({ ok: false, code: 'MESSAGE_REJECTED' });
 
     await waitFor(() => eventsOf(h.events, 'warning').length === 2, 2_000, 'two warnings');
-    expect(eventsOf(h.events, 'warning').map((w) => w.code).sort()).toEqual(['NUMBER_RESTRICTED', 'RATE_LIMITED']);
+    expect(eventsOf(h.events, 'warning').map((w) => w.code).sort()).toEqual(['NEW_CONTACT_REFUSED', 'RATE_LIMITED']);
 
     socket.close(428, 'Connection Terminated');
     await waitFor(() => eventsOf(h.events, 'disconnected').length === 1, 2_000, 'disconnected');
@@ -420,29 +442,51 @@ describe('incoming messages', () => {
     expect(incoming[4]).toMatchObject({ messageType: 'VIDEO', content: '', media: { mimeType: 'video/mp4', seconds: 12 } });
   });
 
-  it('maps @lid senders to numbers the network told about (alternate key, phone number share, contact), else reports the LID', async () => {
+  it('maps @lid senders to numbers from every source Baileys 7 gives (remoteJidAlt, lid-mapping.update, contacts, its LID store), with both in the event', async () => {
     const h = await harness();
     const { deviceId, socket } = await linked(h);
-    socket.incoming([{ key: { remoteJid: '111@lid', id: 'L1', fromMe: false, senderPn: '6281322222222@s.whatsapp.net' }, message: { conversation: 'a' } }]);
-    socket.emit('chats.phoneNumberShare', { lid: '222@lid', jid: '6281333333333@s.whatsapp.net' });
-    socket.emit('contacts.upsert', [{ id: '6281344444444@s.whatsapp.net', lid: '333@lid' }]);
+    socket.incoming([{ key: { remoteJid: '111@lid', remoteJidAlt: '6281322222222@s.whatsapp.net', addressingMode: 'lid', id: 'L1', fromMe: false }, message: { conversation: 'a' } }]);
+    socket.emit('lid-mapping.update', { lid: '222@lid', pn: '6281333333333@s.whatsapp.net' });
+    // Baileys 7 contacts: id in either form, the other one in lid / phoneNumber.
+    socket.emit('contacts.upsert', [{ id: '333@lid', phoneNumber: '6281344444444@s.whatsapp.net' }]);
+    socket.emit('contacts.update', [{ id: '6281355555555@s.whatsapp.net', lid: '555@lid' }]);
+    socket.lidStore.set('666@lid', '6281366666666:4@s.whatsapp.net');
+    // The initial history sync's pairs (Baileys 7: messaging-history.set lidPnMappings).
+    socket.emit('messaging-history.set', { contacts: [], lidPnMappings: [{ lid: '888@lid', pn: '6281388888888@s.whatsapp.net' }] });
     socket.incoming([
       { key: { remoteJid: '222:3@lid', id: 'L2', fromMe: false }, message: { conversation: 'b' } },
       { key: { remoteJid: '333@lid', id: 'L3', fromMe: false }, message: { conversation: 'c' } },
       { key: { remoteJid: '111@lid', id: 'L4', fromMe: false }, message: { conversation: 'd' } },
       { key: { remoteJid: '444@lid', id: 'L5', fromMe: false }, message: { conversation: 'e' } },
+      { key: { remoteJid: '555@lid', id: 'L6', fromMe: false }, message: { conversation: 'f' } },
+      { key: { remoteJid: '666@lid', id: 'L7', fromMe: false }, message: { conversation: 'g' } },
+      // A sender addressed by number whose LID WhatsApp also gives.
+      { key: { remoteJid: '6281377777777@s.whatsapp.net', remoteJidAlt: '777@lid', addressingMode: 'pn', id: 'L8', fromMe: false }, message: { conversation: 'h' } },
+      { key: { remoteJid: '888@lid', id: 'L9', fromMe: false }, message: { conversation: 'i' } },
     ]);
-    await waitFor(() => eventsOf(h.events, 'incoming').length === 5, 2_000, 'five incoming');
-    expect(eventsOf(h.events, 'incoming').map((m) => `${m.networkMessageId}:${m.from}`)).toEqual([
-      'L1:6281322222222',
-      'L2:6281333333333',
-      'L3:6281344444444',
-      'L4:6281322222222',
-      'L5:444@lid',
+    await waitFor(() => eventsOf(h.events, 'incoming').length === 9, 2_000, 'nine incoming');
+    expect(eventsOf(h.events, 'incoming').map((m) => `${m.networkMessageId}:${m.from}:${m.fromLid ?? '-'}`)).toEqual([
+      'L1:6281322222222:111@lid',
+      'L2:6281333333333:222@lid',
+      'L3:6281344444444:333@lid',
+      'L4:6281322222222:111@lid',
+      'L5:444@lid:444@lid',
+      'L6:6281355555555:555@lid',
+      'L7:6281366666666:666@lid',
+      'L8:6281377777777:777@lid',
+      'L9:6281388888888:888@lid',
     ]);
     // Kept in the database: a worker that takes the device over knows them too.
     const rows = await ctx.database.query<{ lid: string; phone_number: string }>('SELECT lid, phone_number FROM whatsapp_lids WHERE device_id = $1 ORDER BY lid', [deviceId]);
-    expect(rows.map((r) => `${r.lid}=${r.phone_number}`)).toEqual(['111@lid=6281322222222', '222@lid=6281333333333', '333@lid=6281344444444']);
+    expect(rows.map((r) => `${r.lid}=${r.phone_number}`)).toEqual([
+      '111@lid=6281322222222',
+      '222@lid=6281333333333',
+      '333@lid=6281344444444',
+      '555@lid=6281355555555',
+      '666@lid=6281366666666',
+      '777@lid=6281377777777',
+      '888@lid=6281388888888',
+    ]);
   });
 
   it('hands incoming messages over one at a time: the next waits until the previous one was stored', async () => {

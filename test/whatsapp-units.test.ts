@@ -155,7 +155,8 @@ describe('mappings', () => {
     expect(classifyDisconnect(boom(515))).toMatchObject({ restartNow: true, loggedOut: false });
     expect(classifyDisconnect(boom(401))).toMatchObject({ reason: 'logout', loggedOut: true });
     expect(classifyDisconnect(boom(440))).toMatchObject({ reason: 'replaced', loggedOut: false });
-    expect(classifyDisconnect(boom(403))).toMatchObject({ reason: 'error', warning: { code: 'NUMBER_RESTRICTED' } });
+    for (const code of [402, 403, 406]) expect(classifyDisconnect(boom(code))).toMatchObject({ reason: 'error', stop: { code: 'ACCOUNT_REFUSED' } });
+    expect(classifyDisconnect(boom(405))).toMatchObject({ reason: 'error', stop: { code: 'CLIENT_OUTDATED' }, outdated: true });
     for (const code of [408, 428, 503, undefined]) expect(classifyDisconnect(boom(code))).toMatchObject({ reason: 'network', restartNow: false, loggedOut: false });
     expect(classifyDisconnect(undefined).reason).toBe('network');
   });
@@ -168,7 +169,8 @@ describe('mappings', () => {
     expect(receiptStatus(4)).toBe('READ');
     expect(receiptStatus(5)).toBe('READ');
     expect(classifyAckError('429')).toMatchObject({ permanent: false, code: 'RATE_LIMITED', warning: { code: 'RATE_LIMITED' } });
-    expect(classifyAckError('463')).toMatchObject({ permanent: false, code: 'NUMBER_RESTRICTED' });
+    // 463: no privacy token towards a new contact; Baileys does not retry it, and neither does Waygate (ban pressure).
+    expect(classifyAckError('463')).toMatchObject({ permanent: true, code: 'NEW_CONTACT_REFUSED', pauseBulk: true, warning: { code: 'NEW_CONTACT_REFUSED' } });
     expect(classifyAckError('479')).toMatchObject({ permanent: true, code: 'MESSAGE_REJECTED' });
     expect(classifyAckError('999')).toMatchObject({ permanent: false, code: 'NETWORK_ERROR' });
     expect(classifySendError(Object.assign(new Error('Connection Closed'), { output: { statusCode: 428 } }))).toMatchObject({ code: 'DEVICE_NOT_CONNECTED', permanent: false });

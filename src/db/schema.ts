@@ -247,6 +247,8 @@ export const messages = pgTable(
     failedAt: ts('failed_at'),
     cancelledAt: ts('cancelled_at'),
     receivedAt: ts('received_at'),
+    /** Incoming on WhatsApp: the sender's LID (<digits>@lid), beside the number in peer. */
+    peerLid: text('peer_lid'),
   },
   (t) => [
     index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),

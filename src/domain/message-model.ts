@@ -1,4 +1,5 @@
 /** Message and bulk-job records as the API shows them, and the rules of their states. */
+import { createHash } from 'node:crypto';
 import type { IncomingMedia, MessageType } from '../network/network.js';
 
 export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
@@ -7,15 +8,18 @@ export const MESSAGE_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 
 export const FINAL_STATUSES: readonly MessageStatus[] = ['FAILED', 'CANCELLED', 'READ'];
 
 /**
- * The network message id: derived from the message id (its time-sortable body, upper-cased), so
- * a resend after a crash carries the same one, and new ids land at the end of the unique index
- * instead of at random places in it.
+ * The network message id: derived from the message id, so a resend after a crash carries the
+ * same one (the network de-duplicates it) and a receipt finds its message by it. Shaped as
+ * WhatsApp Web's own ids (Baileys' generateMessageIDV2: "3EB0" and 18 upper-case hex digits, here
+ * the first 9 bytes of the SHA-256 of the message id), so messages sent through Waygate do not
+ * stand out on WhatsApp by their ids.
  */
 export function networkMessageIdFor(messageId: string): string {
-  return `WG${messageId.slice(messageId.indexOf('_') + 1).toUpperCase()}`;
+  return `3EB0${createHash('sha256').update(messageId).digest('hex').slice(0, 18).toUpperCase()}`;
 }
 /** The same derivation in SQL, for messages created by INSERT ... SELECT. */
-export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string => `'WG' || upper(substr(${idExpression}, strpos(${idExpression}, '_') + 1))`;
+export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string =>
+  `'3EB0' || upper(substr(encode(sha256(convert_to(${idExpression}, 'UTF8')), 'hex'), 1, 18))`;
 
 export interface Message {
   id: string;
@@ -24,6 +28,8 @@ export interface Message {
   jobId: string | null;
   to: string | null;
   from: string | null;
+  /** Incoming on WhatsApp: the sender's LID (`<digits>@lid`), when the network used or told it. */
+  fromLid: string | null;
   type: MessageType;
   content: string;
   mediaUrl: string | null;
@@ -50,6 +56,7 @@ export interface MessageRow {
   job_id: string | null;
   direction: 'out' | 'in';
   peer: string;
+  peer_lid?: string | null;
   type: MessageType;
   content: string;
   media_url: string | null;
@@ -76,6 +83,7 @@ export const toMessage = (r: MessageRow): Message => ({
   jobId: r.job_id,
   to: r.direction === 'out' ? r.peer : null,
   from: r.direction === 'in' ? r.peer : null,
+  fromLid: r.peer_lid ?? null,
   type: r.type,
   content: r.content,
   mediaUrl: r.media_url,

@@ -392,23 +392,32 @@ export class MessageQueue {
     return row?.changed ?? 0;
   }
 
-  /** Stores an incoming message before the network is told it arrived; a redelivery is ignored. */
+  /** Stores an incoming message with its message.received event; a redelivery is ignored. */
   async storeIncoming(
     deviceId: string,
-    incoming: { networkMessageId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; media?: IncomingMedia | undefined; at: Date },
+    incoming: {
+      networkMessageId: string;
+      from: string;
+      fromLid?: string | undefined;
+      type: MessageType;
+      content: string;
+      mediaUrl?: string | undefined;
+      media?: IncomingMedia | undefined;
+      at: Date;
+    },
     id: string,
   ): Promise<boolean> {
-    // Stored, with its message.received event, in one statement; only then is it acknowledged.
+    // Stored, with its message.received event, in one statement; only then does the session take the next one.
     const rows = await this.database.query(
       `WITH ins AS (
-         INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, media, status, network_message_id, received_at, created_at)
-         SELECT $1, d.account_id, d.id, 'in', $3, $4, $5, $6, $9::jsonb, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
+         INSERT INTO messages (id, account_id, device_id, direction, peer, peer_lid, type, content, media_url, media, status, network_message_id, received_at, created_at)
+         SELECT $1, d.account_id, d.id, 'in', $3, $10, $4, $5, $6, $9::jsonb, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
          ON CONFLICT (device_id, network_message_id) DO NOTHING
          RETURNING id, account_id, waygate_message_json(messages) AS event_data),
        src AS (SELECT account_id, 'message.received' AS type, event_data AS data FROM ins),
        ${appendEventsSql('src')}
        SELECT id FROM ins`,
-      [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at, incoming.media ? JSON.stringify(incoming.media) : null],
+      [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at, incoming.media ? JSON.stringify(incoming.media) : null, incoming.fromLid ?? null],
     );
     if (rows.length > 0) this.wakeWebhooks();
     return rows.length > 0;

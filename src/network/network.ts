@@ -56,14 +56,22 @@ export type NetworkEvent =
   | {
       type: 'incoming';
       networkMessageId: string;
+      /** The sender's number; a network that hides it reports its own id instead (WhatsApp: `<digits>@lid`). */
       from: string;
+      /** WhatsApp's LID of the sender (`<digits>@lid`), when the network addressed them by it or told it. */
+      fromLid?: string | undefined;
       messageType: MessageType;
       content: string;
       mediaUrl?: string | undefined;
       media?: IncomingMedia | undefined;
       at: Date;
     }
-  | { type: 'warning'; code: string; message: string };
+  | { type: 'warning'; code: string; message: string }
+  /**
+   * The session stopped and will not reconnect by itself (a refused account, an outdated client,
+   * unscanned QR codes): the device shows `code: message` and waits until it is reconnected.
+   */
+  | { type: 'stopped'; code: string; message: string };
 
 export interface SessionHandlers {
   /** Awaited: the session does not report the next event (nor acknowledge an incoming message) before it settles. */

@@ -48,6 +48,8 @@ export class DeviceRunner {
   private nextBulkAt = 0;
   private reconnectAttempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** The session stopped (a `stopped` event): no reconnects until someone asks (reconnectNow). */
+  private halted = false;
   /** Direct sends handed over by the API in this process, batched (see sendNow). */
   private readonly direct: BatchPump<ClaimedMessage>;
 
@@ -106,7 +108,8 @@ export class DeviceRunner {
   }
 
   async reconnectNow(): Promise<void> {
-    if (this.status === 'DISCONNECTED') {
+    if (this.status === 'DISCONNECTED' || this.halted) {
+      this.halted = false;
       this.reconnectAttempt = 0;
       await this.session?.reconnect();
     }
@@ -152,6 +155,7 @@ export class DeviceRunner {
         return;
       case 'connected':
         this.reconnectAttempt = 0;
+        this.halted = false;
         if (
           await this.setDevice(
             `UPDATE devices SET status = 'CONNECTED', phone_number = $2, connected_at = now(), qr_code = NULL, qr_expires_at = NULL,
@@ -189,6 +193,23 @@ export class DeviceRunner {
         if (this.status === 'CONNECTED') this.status = 'DISCONNECTED';
         this.scheduleReconnect();
         return;
+      case 'stopped': {
+        // A linked device shows DISCONNECTED, a linking one stays PENDING without a QR code; both carry the reason.
+        this.halted = true;
+        if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+        this.reconnectTimer = undefined;
+        log.warn({ deviceId: id, code: event.code }, event.message);
+        const lastError = `${event.code}: ${event.message}`;
+        await this.setDevice(
+          `UPDATE devices SET status = CASE WHEN status = 'CONNECTED' THEN 'DISCONNECTED' ELSE status END,
+                  disconnected_at = CASE WHEN status = 'CONNECTED' THEN now() ELSE disconnected_at END,
+                  last_error = $2, qr_code = NULL, qr_expires_at = NULL, updated_at = now()
+            WHERE id = $1 AND status <> 'LOGGED_OUT' AND (status = 'CONNECTED' OR last_error IS DISTINCT FROM $2 OR qr_code IS NOT NULL)`,
+          [id, lastError],
+        );
+        if (this.status === 'CONNECTED') this.status = 'DISCONNECTED';
+        return;
+      }
       case 'receipts':
         await queue.applyReceipts(id, event.receipts);
         return;
@@ -207,12 +228,12 @@ export class DeviceRunner {
   }
 
   private scheduleReconnect(): void {
-    if (this.stopped || this.reconnectTimer) return;
+    if (this.stopped || this.halted || this.reconnectTimer) return;
     const delay = RECONNECT_BACKOFF_MS[Math.min(this.reconnectAttempt, RECONNECT_BACKOFF_MS.length - 1)]!;
     this.reconnectAttempt++;
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
-      if (this.stopped || this.status !== 'DISCONNECTED') return;
+      if (this.stopped || this.halted || this.status !== 'DISCONNECTED') return;
       // A worker that may have lost the lease does not reconnect (the new owner's session would be kicked off).
       if (!this.options.leaseValid()) {
         this.scheduleReconnect();
@@ -270,7 +291,7 @@ export class DeviceRunner {
   private noteCapReached(resumeAt: Date): void {
     if (this.capLoggedUntil === resumeAt.getTime()) return;
     this.capLoggedUntil = resumeAt.getTime();
-    this.options.log.info({ deviceId: this.deviceId, resumeAt }, 'daily bulk cap of the warm-up reached; bulk messages stay queued until it resets');
+    this.options.log.info({ deviceId: this.deviceId, resumeAt }, 'bulk allowance of the network used up (warm-up cap) or paused; bulk messages stay queued until then');
   }
 
   private paceBulk(): void {

@@ -1,9 +1,11 @@
 /**
  * A fake of Baileys' socket for the adapter tests: the same event names and payload shapes as
- * Baileys 6.x emits them (connection.update with qr / connection / lastDisconnect carrying a
- * Boom-like error with output.statusCode, creds.update, messages.upsert, messages.update,
- * message-receipt.update, chats.phoneNumberShare), the websocket's `CB:ack,class:message`, and
- * sendMessage / requestPairingCode / onWhatsApp / logout / end. No network.
+ * Baileys 7 emits them (connection.update with qr / connection / lastDisconnect carrying a
+ * Boom-like error with output.statusCode, creds.update, messages.upsert with remoteJidAlt,
+ * messages.update, message-receipt.update, lid-mapping.update, contacts.upsert), the websocket's
+ * `CB:ack,class:message`, signalRepository.lidMapping.getPNForLID, and sendMessage (returning
+ * the generated message, as Baileys does) / requestPairingCode / onWhatsApp / logout / end. No
+ * network. test/whatsapp-payloads.test.ts checks these shapes against Baileys' own types.
  */
 import { EventEmitter } from 'node:events';
 import type {
@@ -15,6 +17,7 @@ import type {
   WAEventName,
   WAMessage,
   WAOutgoingContent,
+  WASendOptions,
   WASocketLike,
 } from '../../src/network/whatsapp/types.js';
 
@@ -25,7 +28,7 @@ export function boom(statusCode: number | undefined, message: string): Error {
 export interface SentMessage {
   jid: string;
   content: WAOutgoingContent;
-  options: { messageId: string };
+  options: WASendOptions;
 }
 
 /** What a socket does with a message handed to sendMessage. */
@@ -43,6 +46,14 @@ export class FakeSocket implements WASocketLike {
   ended = false;
   endError: Error | undefined;
   loggedOut = false;
+  /** How long sendMessage takes before it hands the message over (the media upload, on the real socket). */
+  sendDelayMs = 0;
+  onWhatsAppCalls = 0;
+  /** Baileys 7's LID store: pairs it learnt (keyed by `<digits>@lid`). */
+  readonly lidStore = new Map<string, string>();
+  readonly signalRepository = { lidMapping: { getPNForLID: async (lid: string): Promise<string | null> => this.lidStore.get(lid) ?? null } };
+  readonly version: SocketOptions['version'];
+  readonly getMessage: SocketOptions['getMessage'];
 
   constructor(
     readonly index: number,
@@ -51,6 +62,8 @@ export class FakeSocket implements WASocketLike {
     this.ev = new EventEmitterEv();
     this.auth = options.auth;
     this.user = options.auth.creds.me as FakeSocket['user'];
+    this.version = options.version;
+    this.getMessage = options.getMessage;
   }
 
   emit<E extends WAEventName>(event: E, arg: WAEventMap[E]): void {
@@ -101,14 +114,15 @@ export class FakeSocket implements WASocketLike {
 
   // ---- the socket's API ----
 
-  async sendMessage(jid: string, content: WAOutgoingContent, options: { messageId: string }): Promise<WAMessage | undefined> {
+  async sendMessage(jid: string, content: WAOutgoingContent, options: WASendOptions): Promise<WAMessage | undefined> {
     if (this.ended) throw boom(428, 'Connection Closed');
     const behaviour = this.ack;
     if (behaviour.kind === 'throw') throw behaviour.error;
+    if (this.sendDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.sendDelayMs));
     this.sent.push({ jid, content, options });
     if (behaviour.kind === 'server-ack') setImmediate(() => this.serverAck(options.messageId));
     if (behaviour.kind === 'error-ack') setImmediate(() => this.serverAck(options.messageId, behaviour.error));
-    return { key: { remoteJid: jid, fromMe: true, id: options.messageId }, status: 1 };
+    return { key: { remoteJid: jid, fromMe: true, id: options.messageId }, message: generatedMessage(content), status: 1 };
   }
 
   async requestPairingCode(phoneNumber: string): Promise<string> {
@@ -122,6 +136,7 @@ export class FakeSocket implements WASocketLike {
 
   async onWhatsApp(...jids: string[]): Promise<{ exists: boolean; jid: string }[]> {
     if (this.ended) throw boom(428, 'Connection Closed');
+    this.onWhatsAppCalls++;
     return jids.map((jid) => ({ jid, exists: !this.notOnWhatsApp.has(jid.split('@')[0]!) }));
   }
 
@@ -136,6 +151,27 @@ export class FakeSocket implements WASocketLike {
     this.endError = error;
     this.emit('connection.update', { connection: 'close', lastDisconnect: { error, date: new Date() } });
   }
+}
+
+/**
+ * What Baileys' generateWAMessage makes of the content, in proto.Message's shape: text as
+ * `extendedTextMessage` (Baileys 7 sends text that way), media as the uploaded message with the
+ * keys a retry needs (url, mediaKey, sha256s; fixed bytes here).
+ */
+export function generatedMessage(content: WAOutgoingContent): Record<string, unknown> {
+  if ('text' in content) return { extendedTextMessage: { text: content.text } };
+  const uploaded = {
+    url: 'https://mmg.whatsapp.net/v/t62.7118-24/fake.enc',
+    directPath: '/v/t62.7118-24/fake.enc',
+    mediaKey: Buffer.alloc(32, 7),
+    fileSha256: Buffer.alloc(32, 8),
+    fileEncSha256: Buffer.alloc(32, 9),
+    mimetype: content.mimetype,
+    ...('caption' in content && content.caption ? { caption: content.caption } : {}),
+  };
+  if ('image' in content) return { imageMessage: { ...uploaded, fileLength: content.image.length } };
+  if ('video' in content) return { videoMessage: { ...uploaded, fileLength: content.video.length } };
+  return { documentMessage: { ...uploaded, fileName: content.fileName, fileLength: content.document.length } };
 }
 
 /** Baileys' event emitter (on / off by event name). */

@@ -10,6 +10,7 @@ import { newId } from '../../src/ids.js';
 import type { DeviceInfo, NetworkEvent } from '../../src/network/network.js';
 import { baileysHelpers, loadBaileys } from '../../src/network/whatsapp/baileys.js';
 import type { BaileysHelpers } from '../../src/network/whatsapp/types.js';
+import { WaVersionSource, type WaVersion } from '../../src/network/whatsapp/version.js';
 import { WhatsAppNetwork, type WhatsAppSession } from '../../src/network/whatsapp/whatsapp-network.js';
 import type { TestContext } from '../helpers.js';
 import { FakeBaileys } from './fake-socket.js';
@@ -19,6 +20,12 @@ let helpers: BaileysHelpers | undefined;
 export async function realHelpers(): Promise<BaileysHelpers> {
   helpers ??= baileysHelpers(await loadBaileys());
   return helpers;
+}
+
+/** A fixed version (as WHATSAPP_WA_VERSION=x.y.z sets it): the tests never fetch from WhatsApp. */
+export const TEST_WA_VERSION: WaVersion = [2, 3000, 1012345678];
+export function testVersionSource(): WaVersionSource {
+  return new WaVersionSource({ waVersion: TEST_WA_VERSION, webVersionUrl: 'http://127.0.0.1:9/unused' }, [2, 3000, 1], pino({ level: 'silent' }));
 }
 
 export async function insertDevice(ctx: TestContext, accountId: string, status: DeviceInfo['status'] = 'PENDING', phoneNumber: string | null = null): Promise<DeviceInfo> {
@@ -48,6 +55,7 @@ export async function createHarness(
   config: Partial<WhatsAppConfig> = {},
   linkingBackoffMs = [40, 80, 160, 320],
   flapBackoffMs = [150, 300, 600],
+  version: WaVersionSource = testVersionSource(),
 ): Promise<Harness> {
   const fake = new FakeBaileys();
   const events: NetworkEvent[] = [];
@@ -66,6 +74,7 @@ export async function createHarness(
     config: whatsappConfig({ warmupDailyCaps: [], ackTimeoutMs: 2_000, connectTimeoutMs: 2_000, ...config }),
     socketFactory: fake.factory,
     helpers: await realHelpers(),
+    version,
     linkingBackoffMs,
     flapBackoffMs,
   });

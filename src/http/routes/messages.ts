@@ -44,6 +44,7 @@ export const MessageSchema = Type.Object({
   failedAt: NullableTimestamp,
   cancelledAt: NullableTimestamp,
   receivedAt: NullableTimestamp,
+  fromLid: Type.Union([Type.String(), Type.Null()], { description: "Incoming on WhatsApp: the sender's LID (<digits>@lid) when WhatsApp addressed them by it; `from` is their number when known" }),
 });
 
 export const BulkJobSchema = Type.Object({

@@ -5,16 +5,25 @@
  */
 import type { Logger } from 'pino';
 import type { WhatsAppConfig } from '../../config.js';
-import type { Database } from '../../db/client.js';
-import type { BaileysHelpers, SocketFactory, WAMessageKey, WASocketLike } from './types.js';
+import { isBroadcastJid } from './jid.js';
+import type { BaileysHelpers, SocketFactory, WASocketLike } from './types.js';
+import type { WaVersion } from './version.js';
 
-/* The parts of the package this file reads, as the CommonJS module object. */
-interface BaileysModule {
-  default: (config: Record<string, unknown>) => unknown;
+/* The parts of the package this file reads (Baileys 7 is an ES module; these are its named exports). */
+export interface BaileysModule {
+  makeWASocket: (config: Record<string, unknown>) => unknown;
   initAuthCreds(): Record<string, unknown>;
   BufferJSON: BaileysHelpers['BufferJSON'];
-  proto: { Message: { AppStateSyncKeyData: { fromObject(value: unknown): unknown } } };
+  proto: {
+    Message: {
+      AppStateSyncKeyData: { fromObject(value: unknown): unknown };
+      encode(message: unknown): { finish(): Uint8Array };
+      decode(bytes: Uint8Array): unknown;
+    };
+  };
   Browsers: { ubuntu(browser: string): [string, string, string] };
+  makeCacheableSignalKeyStore(store: unknown, logger?: unknown): unknown;
+  DEFAULT_CONNECTION_CONFIG: { version: WaVersion };
 }
 
 export async function loadBaileys(): Promise<BaileysModule> {
@@ -31,16 +40,12 @@ export async function loadBaileys(): Promise<BaileysModule> {
       { cause: error },
     );
   }
-  // A CommonJS package: Node puts the module object under `default`; bundlers and test runners
-  // may hand it over directly, with the named exports at the top.
-  type Candidate = Partial<BaileysModule> & { makeWASocket?: BaileysModule['default'] };
-  const top = imported as Candidate & { default?: Candidate };
-  const module = [top.default, top].find((candidate): candidate is Candidate => typeof candidate?.initAuthCreds === 'function');
-  const makeWASocket = [module?.makeWASocket, module?.default].find((candidate) => typeof candidate === 'function');
-  if (!module || !makeWASocket) {
-    throw new Error('The installed "baileys" package does not look like Baileys 6.x (makeWASocket or initAuthCreds missing)');
+  const module = imported as Partial<BaileysModule>;
+  const missing = (['makeWASocket', 'initAuthCreds', 'makeCacheableSignalKeyStore', 'DEFAULT_CONNECTION_CONFIG'] as const).filter((name) => !module[name]);
+  if (missing.length > 0) {
+    throw new Error(`The installed "baileys" package does not look like Baileys 7 (${missing.join(', ')} missing); run npm ci`);
   }
-  return { ...(module as BaileysModule), default: makeWASocket };
+  return module as BaileysModule;
 }
 
 export function baileysHelpers(baileys: BaileysModule): BaileysHelpers {
@@ -48,37 +53,41 @@ export function baileysHelpers(baileys: BaileysModule): BaileysHelpers {
     initAuthCreds: () => baileys.initAuthCreds(),
     BufferJSON: baileys.BufferJSON,
     appStateSyncKeyFromObject: (value) => baileys.proto.Message.AppStateSyncKeyData.fromObject(value),
+    encodeMessage: (message) => Buffer.from(baileys.proto.Message.encode(message).finish()),
+    decodeMessage: (bytes) => baileys.proto.Message.decode(bytes),
   };
 }
 
+/** The browser the linked device presents: the phone lists it as "Chrome (Ubuntu)"; pairing codes need a browser WhatsApp knows. */
+export function browserOf(baileys: BaileysModule): [string, string, string] {
+  return baileys.Browsers.ubuntu('Chrome');
+}
+
 /**
- * Real sockets. `getMessage` lets Baileys answer a recipient's retry request (a phone that could
- * not decrypt a message asks for it again): text messages are read back from the database by
- * their network id; media ones cannot be rebuilt and are not resent that way.
+ * Real sockets. The session hands in the version to announce and `getMessage`, with which Baileys
+ * answers a recipient's retry request (a phone that could not decrypt a message asks for it
+ * again) from the messages the session stored when it sent them.
  */
-export function baileysSocketFactory(baileys: BaileysModule, config: WhatsAppConfig, database: Database): SocketFactory {
-  return ({ deviceId, auth, logger }) =>
-    baileys.default({
-      auth,
+export function baileysSocketFactory(baileys: BaileysModule, config: WhatsAppConfig): SocketFactory {
+  return ({ auth, logger, version, getMessage }) =>
+    baileys.makeWASocket({
+      version,
+      // Keys read through an in-memory cache (Baileys' own), so a message does not cost a database round trip per key.
+      auth: { creds: auth.creds, keys: baileys.makeCacheableSignalKeyStore(auth.keys, logger) },
       logger: logger as Logger,
-      printQRInTerminal: false,
-      // Pairing codes need a browser WhatsApp knows; the phone lists the device as "Chrome (Ubuntu)".
-      browser: baileys.Browsers.ubuntu('Chrome'),
+      browser: browserOf(baileys),
       waWebSocketUrl: config.webSocketUrl,
       connectTimeoutMs: config.connectTimeoutMs,
       defaultQueryTimeoutMs: config.connectTimeoutMs,
       markOnlineOnConnect: false,
+      // Baileys' default history policy (everything but the FULL sync): the initial sync is where
+      // Baileys 7 learns most LID ↔ number pairs (it warns that sessions are unstable without it).
+      // The history's messages are not stored; its pairs are (messaging-history.set).
       syncFullHistory: false,
-      shouldSyncHistoryMessage: () => false,
+      // Status updates, broadcast lists and channels are not Waygate's traffic: not decrypted at all.
+      shouldIgnoreJid: (jid: string) => isBroadcastJid(jid),
       generateHighQualityLinkPreview: false,
       emitOwnEvents: false,
-      getMessage: async (key: WAMessageKey) => {
-        if (!key.id) return undefined;
-        const [row] = await database.query<{ type: string; content: string }>(
-          `SELECT type, content FROM messages WHERE device_id = $1 AND network_message_id = $2 AND direction = 'out'`,
-          [deviceId, key.id],
-        );
-        return row?.type === 'TEXT' ? { conversation: row.content } : undefined;
-      },
+      getMessage,
     }) as WASocketLike;
 }

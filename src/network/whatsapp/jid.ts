@@ -50,6 +50,12 @@ export function isPersonJid(jid: string | null | undefined): boolean {
   return server === USER_SERVER || server === 'c.us' || server === 'lid';
 }
 
+/** Status updates, broadcast lists and channels: traffic Waygate neither stores nor answers. */
+export function isBroadcastJid(jid: string | null | undefined): boolean {
+  const server = parseJid(jid)?.server;
+  return server === 'broadcast' || server === 'newsletter';
+}
+
 /** The last four digits only, for logs: enough to tell numbers apart, not enough to reveal one. */
 export function maskPhone(phone: string | undefined | null): string {
   if (!phone) return '?';

@@ -137,6 +137,10 @@ export interface DisconnectDecision {
   message: string;
   /** A warning code for device.status, when the close says something about the number. */
   warning?: { code: string; message: string } | undefined;
+  /** Not retried: the session stops with this code (see whatsapp-network.ts). */
+  stop?: { code: string } | undefined;
+  /** The server called the client version outdated (405). */
+  outdated?: boolean | undefined;
 }
 
 /** Baileys' lastDisconnect → what the session does. */
@@ -156,12 +160,24 @@ export function classifyDisconnect(error: BoomLike | Error | undefined): Disconn
         message: 'Another session opened with this device\'s credentials (440); check that only one Waygate installation uses it',
       };
     case WADisconnect.forbidden:
+    case WADisconnect.paymentRequired:
+    case WADisconnect.notAcceptable:
+      // Evolution API stops on these too: reconnecting a refused account is what turns a restriction into a ban.
       return {
         reason: 'error',
         restartNow: false,
         loggedOut: false,
-        message: `WhatsApp refused the connection (403${detail}); the number may be banned or restricted`,
-        warning: { code: 'NUMBER_RESTRICTED', message: 'WhatsApp refused the connection (403): the number may be banned or restricted; check the phone' },
+        message: `WhatsApp refused the account (${code}${detail}); the number may be banned or restricted — check the phone, then reconnect the device`,
+        stop: { code: 'ACCOUNT_REFUSED' },
+      };
+    case WADisconnect.clientOutdated:
+      return {
+        reason: 'error',
+        restartNow: false,
+        loggedOut: false,
+        message: `WhatsApp refused the client version as outdated (405${detail}); check WHATSAPP_WA_VERSION (or that WhatsApp Web is reachable for auto), then reconnect the device`,
+        stop: { code: 'CLIENT_OUTDATED' },
+        outdated: true,
       };
     case WADisconnect.multideviceMismatch:
       return { reason: 'error', restartNow: false, loggedOut: false, message: `WhatsApp answered 411 (multi-device mismatch${detail}); update the WhatsApp app on the phone` };
@@ -185,12 +201,14 @@ export interface SendFailure {
   message: string;
   /** device.status warning to raise with it. */
   warning?: { code: string; message: string } | undefined;
+  /** Pause the device's bulk traffic (see warmup.ts). */
+  pauseBulk?: boolean | undefined;
 }
 
 const RATE_LIMIT_WARNING = { code: 'RATE_LIMITED', message: 'WhatsApp is rate-limiting this number; slow down bulk traffic (BULK_DELAY_MS)' };
-const RESTRICTED_WARNING = {
-  code: 'NUMBER_RESTRICTED',
-  message: 'WhatsApp restricted this number from messaging (error 463); it may be temporary — pause bulk traffic and check the phone',
+const PRIVACY_TOKEN_WARNING = {
+  code: 'NEW_CONTACT_REFUSED',
+  message: 'WhatsApp refused a first message to a new contact (error 463: no privacy token); bulk traffic of the device is paused for an hour — let contacts write first, or send to known contacts',
 };
 
 /** An error code in a server ack (`<ack error="…">`, or ERROR in messages.update) → the send's outcome. */
@@ -199,7 +217,15 @@ export function classifyAckError(code: string | undefined): SendFailure {
     case '429':
       return { ok: false, permanent: false, code: 'RATE_LIMITED', message: 'WhatsApp rate-limited the message (429)', warning: RATE_LIMIT_WARNING };
     case '463':
-      return { ok: false, permanent: false, code: 'NUMBER_RESTRICTED', message: 'WhatsApp refused the message: the number is restricted (463)', warning: RESTRICTED_WARNING };
+      // Baileys does not retry it either: resending without the recipient's privacy token fails the same way, and adds pressure.
+      return {
+        ok: false,
+        permanent: true,
+        code: 'NEW_CONTACT_REFUSED',
+        message: 'WhatsApp refused the message: no privacy token for this new contact (463); it is not retried',
+        warning: PRIVACY_TOKEN_WARNING,
+        pauseBulk: true,
+      };
     case '479':
       return { ok: false, permanent: true, code: 'MESSAGE_REJECTED', message: 'WhatsApp rejected the message (479)' };
     case '400':

@@ -1,7 +1,7 @@
 /**
  * The part of Baileys the adapter uses, as structural types: the real socket satisfies them,
  * and so does the fake the tests drive (test/whatsapp/fake-socket.ts). Shapes follow Baileys
- * 6.x (lib/Types/*.d.ts); fields the adapter does not read are left out.
+ * 7 (lib/Types/*.d.ts); fields the adapter does not read are left out.
  */
 import type { Logger } from 'pino';
 
@@ -20,6 +20,10 @@ export const WADisconnect = {
   multideviceMismatch: 411,
   forbidden: 403,
   unavailableService: 503,
+  /** Not a Baileys DisconnectReason: codes WhatsApp's `<failure reason>` carries at login. */
+  paymentRequired: 402,
+  clientOutdated: 405,
+  notAcceptable: 406,
 } as const;
 
 export interface WAMessageKey {
@@ -27,11 +31,10 @@ export interface WAMessageKey {
   fromMe?: boolean | null;
   id?: string | null;
   participant?: string | null;
-  /** Newer Baileys versions: the phone-number JID behind a @lid sender, when the network sends it. */
-  senderPn?: string | null;
-  participantPn?: string | null;
+  /** Baileys 7: the sender's other address (the phone-number JID behind a @lid one, or the LID behind a number). */
   remoteJidAlt?: string | null;
   participantAlt?: string | null;
+  addressingMode?: string | null;
 }
 
 export interface WAMediaFields {
@@ -103,8 +106,16 @@ export interface WAConnectionUpdate {
 }
 
 export interface WAContact {
+  /** Either form (Baileys 7 prefers the LID when it has one). */
   id: string;
   lid?: string;
+  phoneNumber?: string;
+}
+
+/** Baileys 7's LIDMapping: a `<digits>@lid` and the `<digits>@s.whatsapp.net` behind it. */
+export interface WALidMapping {
+  lid: string;
+  pn: string;
 }
 
 export interface WAEventMap {
@@ -113,7 +124,9 @@ export interface WAEventMap {
   'messages.upsert': { messages: WAMessage[]; type: 'notify' | 'append'; requestId?: string };
   'messages.update': WAMessageUpdate[];
   'message-receipt.update': WAReceiptUpdate[];
-  'chats.phoneNumberShare': { lid: string; jid: string };
+  'lid-mapping.update': WALidMapping;
+  /** History sync chunks (only their LID pairs and contacts are read). */
+  'messaging-history.set': { contacts?: WAContact[]; lidPnMappings?: WALidMapping[] };
   'contacts.upsert': WAContact[];
   'contacts.update': Partial<WAContact>[];
 }
@@ -143,16 +156,25 @@ export type WAOutgoingContent =
   | { video: Buffer; caption?: string; mimetype?: string }
   | { document: Buffer; mimetype: string; fileName?: string; caption?: string };
 
+export interface WASendOptions {
+  messageId: string;
+  /** Baileys applies it to the media upload's request. */
+  mediaUploadTimeoutMs?: number;
+}
+
 export interface WASocketLike {
   ev: WAEventEmitter;
   /** The socket's websocket: server acks of sent messages arrive on it as `CB:ack,class:message`. */
   ws?: WAWebSocketLike;
   readonly user?: { id: string; lid?: string | undefined; name?: string | undefined } | undefined;
-  sendMessage(jid: string, content: WAOutgoingContent, options: { messageId: string }): Promise<WAMessage | undefined>;
+  sendMessage(jid: string, content: WAOutgoingContent, options: WASendOptions): Promise<WAMessage | undefined>;
   requestPairingCode(phoneNumber: string): Promise<string>;
   onWhatsApp?(...jids: string[]): Promise<{ exists: boolean; jid: string }[] | undefined>;
   logout(message?: string): Promise<void>;
-  end(error: Error | undefined): void;
+  /** Baileys 7 returns a promise (it awaits the websocket's close). */
+  end(error: Error | undefined): void | Promise<void>;
+  /** Baileys 7's LID store (the pairs it learnt, kept in the auth state's 'lid-mapping' keys). */
+  signalRepository?: { lidMapping?: { getPNForLID(lid: string): Promise<string | null> } };
 }
 
 /** Baileys' auth state: credentials plus the signal key store. */
@@ -171,6 +193,9 @@ export interface BaileysHelpers {
   BufferJSON: { replacer(key: string, value: unknown): unknown; reviver(key: string, value: unknown): unknown };
   /** proto.Message.AppStateSyncKeyData.fromObject: app-state-sync-key values are revived as protobuf objects. */
   appStateSyncKeyFromObject(value: unknown): unknown;
+  /** proto.Message encode / decode: a sent message's content is kept so a retry request can be answered. */
+  encodeMessage(message: unknown): Buffer;
+  decodeMessage(bytes: Uint8Array): unknown;
 }
 
 export interface SocketOptions {
@@ -178,6 +203,10 @@ export interface SocketOptions {
   auth: AuthState;
   /** For Baileys' own logs (already at WHATSAPP_LOG_LEVEL). */
   logger: Logger;
+  /** The WhatsApp Web version to announce (version.ts). */
+  version: [number, number, number];
+  /** A sent message's content, for Baileys to answer a retry request with. */
+  getMessage(key: WAMessageKey): Promise<unknown>;
 }
 
 export type SocketFactory = (options: SocketOptions) => WASocketLike;

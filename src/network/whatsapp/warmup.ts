@@ -4,6 +4,10 @@
  * its second, and so on (a day is 24 h counted from when the number was first linked on this
  * device); after the last entry there is no cap. Direct sends are never capped. The count lives
  * in whatsapp_devices, so a worker that takes the device over continues it.
+ *
+ * The same policy pauses the device's bulk traffic for a while when WhatsApp answers a send with
+ * 463 (no privacy token towards a new contact: more first messages to strangers now is ban
+ * pressure); the pause is kept in whatsapp_devices too.
  */
 import type { Database } from '../../db/client.js';
 import type { BulkPolicy } from '../network.js';
@@ -14,6 +18,7 @@ export class WarmupPolicy implements BulkPolicy {
   private firstLinkedAt: Date | null = null;
   private day = 0;
   private sent = 0;
+  private pausedUntil: Date | null = null;
 
   constructor(
     private readonly database: Database,
@@ -23,14 +28,26 @@ export class WarmupPolicy implements BulkPolicy {
   ) {}
 
   async load(): Promise<void> {
-    const [row] = await this.database.query<{ first_linked_at: Date | null; warmup_day: number; warmup_sent: number }>(
-      'SELECT first_linked_at, warmup_day, warmup_sent FROM whatsapp_devices WHERE device_id = $1',
+    const [row] = await this.database.query<{ first_linked_at: Date | null; warmup_day: number; warmup_sent: number; bulk_paused_until: Date | null }>(
+      'SELECT first_linked_at, warmup_day, warmup_sent, bulk_paused_until FROM whatsapp_devices WHERE device_id = $1',
       [this.deviceId],
     );
     if (!row) return;
     this.firstLinkedAt = row.first_linked_at;
     this.day = row.warmup_day;
     this.sent = row.warmup_sent;
+    this.pausedUntil = row.bulk_paused_until;
+  }
+
+  /** Bulk traffic waits until `until` (a later pause extends it, an earlier one does not shorten it). */
+  async pause(until: Date): Promise<void> {
+    if (this.pausedUntil && this.pausedUntil >= until) return;
+    this.pausedUntil = until;
+    await this.database.query(
+      `INSERT INTO whatsapp_devices (device_id, bulk_paused_until) VALUES ($1, $2)
+       ON CONFLICT (device_id) DO UPDATE SET bulk_paused_until = GREATEST(whatsapp_devices.bulk_paused_until, EXCLUDED.bulk_paused_until), updated_at = now()`,
+      [this.deviceId, until],
+    );
   }
 
   /** The device is linked as `phoneNumber`: a number seen for the first time (or a different one) starts its warm-up. */
@@ -67,6 +84,7 @@ export class WarmupPolicy implements BulkPolicy {
   }
 
   allowance(): { remaining: number; resumeAt: Date } | null {
+    if (this.pausedUntil && this.pausedUntil.getTime() > this.now()) return { remaining: 0, resumeAt: this.pausedUntil };
     const current = this.current();
     if (!current) return null;
     return { remaining: Math.max(0, current.cap - this.sent), resumeAt: current.resumeAt };

@@ -11,6 +11,12 @@
  * runner does not reconnect it, so the session does, with its own backoff. Baileys' "restart
  * required" (515, right after pairing) is followed at once, a few times at most.
  *
+ * Some closes are not retried at all, because retrying them is what gets a number banned or
+ * cannot succeed: a refused account (402, 403, 406) and an outdated client (405, after one retry
+ * with the version read again). The session then stops (a `stopped` event, remembered in
+ * whatsapp_devices so a restart or takeover does not retry either) until someone asks it to
+ * reconnect. So does a device still being linked after WHATSAPP_MAX_QR_CYCLES unscanned QR cycles.
+ *
  * Logs name the device, connection states, status codes and masked numbers; never message
  * content, QR or pairing codes, or keys.
  */
@@ -49,6 +55,8 @@ import type {
   WABinaryNode,
   WAConnectionUpdate,
   WAContact,
+  WALidMapping,
+  WAMessageKey,
   WAEventMap,
   WAEventName,
   WAMessage,
@@ -57,6 +65,8 @@ import type {
   WASocketLike,
 } from './types.js';
 import { WAStatus } from './types.js';
+import type { WaVersionSource } from './version.js';
+import { formatVersion } from './version.js';
 import { WarmupPolicy } from './warmup.js';
 
 /** Backoff of the session's own retries while a device is being linked. */
@@ -81,8 +91,13 @@ const PAIRING_WAIT_MS = 15_000;
 const MAX_IMMEDIATE_RESTARTS = 3;
 /** The same warning is reported at most this often. */
 const WARNING_INTERVAL_MS = 60_000;
-const JID_CACHE_SIZE = 10_000;
-const JID_CACHE_MS = 6 * 60 * 60 * 1000;
+/** How long an onWhatsApp answer is trusted (whatsapp_numbers): a number on WhatsApp rarely leaves it; one not on it may join. */
+const ON_NETWORK_CACHE_MS = 7 * 24 * 60 * 60 * 1000;
+const OFF_NETWORK_CACHE_MS = 24 * 60 * 60 * 1000;
+/** Sent messages kept for retry requests (whatsapp_sent_messages); phones ask within minutes, rarely days. */
+const SENT_RETENTION = '14 days';
+/** After a 463 (no privacy token towards a new contact), bulk traffic of the device waits this long. */
+const BULK_PAUSE_AFTER_463_MS = 60 * 60 * 1000;
 
 export interface WhatsAppNetworkOptions {
   database: Database;
@@ -91,6 +106,8 @@ export interface WhatsAppNetworkOptions {
   config: WhatsAppConfig;
   socketFactory: SocketFactory;
   helpers: BaileysHelpers;
+  /** The WhatsApp Web version the sockets announce (read at start; again after a 405). */
+  version: WaVersionSource;
   /** Backoff of the session's own retries while linking (tests shorten it). */
   linkingBackoffMs?: number[];
   /** Waits of reconnect() after connections that closed soon after opening (tests shorten them). */
@@ -104,7 +121,7 @@ interface AckWaiter {
 type Listener = (arg: never) => void;
 
 export class WhatsAppSession implements NetworkSession {
-  readonly bulkPolicy: WarmupPolicy | undefined;
+  readonly bulkPolicy: WarmupPolicy;
   private readonly store: DatabaseAuthStore;
   private readonly log: Logger;
   private creds: AuthState['creds'] | undefined;
@@ -125,8 +142,14 @@ export class WhatsAppSession implements NetworkSession {
   private qrWaiters: (() => void)[] = [];
   private attemptWaiters: (() => void)[] = [];
   private readonly acks = new Map<string, AckWaiter>();
-  private readonly jids = new Map<string, { jid: string | null; at: number }>();
   private readonly lids = new Map<string, string>();
+  /** The version the current socket announced (a 405 retries once if a fresh read gives another). */
+  private socketVersion: string | undefined;
+  private outdatedRetried = false;
+  /** QR cycles that ran out unscanned since the link started (or was asked for again). */
+  private qrCycles = 0;
+  /** Stopped (see the header): no socket until reconnect() or a pairing request. */
+  private stopped: { code: string; message: string } | undefined;
   private readonly warned = new Map<string, number>();
   private readonly backoff: number[];
   private openedAt = 0;
@@ -142,7 +165,7 @@ export class WhatsAppSession implements NetworkSession {
     this.store = new DatabaseAuthStore(options.database, device.id, options.helpers);
     this.log = options.log.child({ component: 'whatsapp', deviceId: device.id });
     this.reported = device.status === 'CONNECTED' || device.status === 'DISCONNECTED';
-    this.bulkPolicy = options.config.warmupDailyCaps.length > 0 ? new WarmupPolicy(options.database, device.id, options.config.warmupDailyCaps) : undefined;
+    this.bulkPolicy = new WarmupPolicy(options.database, device.id, options.config.warmupDailyCaps);
     this.backoff = options.linkingBackoffMs ?? LINKING_BACKOFF_MS;
   }
 
@@ -167,7 +190,14 @@ export class WhatsAppSession implements NetworkSession {
   }
 
   async start(): Promise<void> {
-    await this.bulkPolicy?.load();
+    await this.bulkPolicy.load();
+    const [stop] = await this.options.database.query<{ stopped_code: string | null; stopped_message: string | null }>(
+      'SELECT stopped_code, stopped_message FROM whatsapp_devices WHERE device_id = $1',
+      [this.device.id],
+    );
+    await this.options.database.query(`DELETE FROM whatsapp_sent_messages WHERE device_id = $1 AND sent_at < now() - interval '${SENT_RETENTION}'`, [
+      this.device.id,
+    ]);
     const stored = await this.store.loadCreds();
     if (stored?.account) {
       this.creds = stored;
@@ -181,6 +211,13 @@ export class WhatsAppSession implements NetworkSession {
         return;
       }
       this.log.info('starting a new WhatsApp link (QR code or pairing code)');
+    }
+    if (stop?.stopped_code) {
+      // Stopped before (by this worker or another): not retried until someone asks.
+      this.stopped = { code: stop.stopped_code, message: stop.stopped_message ?? '' };
+      this.log.warn({ code: stop.stopped_code }, 'the WhatsApp session stays stopped until the device is reconnected');
+      await this.emit({ type: 'stopped', code: stop.stopped_code, message: stop.stopped_message ?? '' });
+      return;
     }
     this.connect();
   }
@@ -199,13 +236,17 @@ export class WhatsAppSession implements NetworkSession {
     this.qrPhaseStartedAt = 0;
     this.qrCount = 0;
     this.socketState = 'connecting';
-    this.log.info({ linked: this.linked }, 'connecting to WhatsApp');
+    const { version, source } = this.options.version.current;
+    this.socketVersion = formatVersion(version);
+    this.log.info({ linked: this.linked, waVersion: this.socketVersion, versionSource: source }, 'connecting to WhatsApp');
     let socket: WASocketLike;
     try {
       socket = this.options.socketFactory({
         deviceId: this.device.id,
         auth: this.store.state(creds),
         logger: this.options.log.child({ component: 'baileys', deviceId: this.device.id }, { level: this.options.config.logLevel }),
+        version,
+        getMessage: (key) => this.sentMessage(key),
       });
     } catch (error) {
       this.socketState = 'idle';
@@ -218,7 +259,7 @@ export class WhatsAppSession implements NetworkSession {
     this.connectTimer = setTimeout(() => {
       if (this.socket === socket && this.socketState === 'connecting' && this.qrCount === 0) {
         this.log.warn({ timeoutMs: this.options.config.connectTimeoutMs }, 'connecting to WhatsApp timed out');
-        socket.end(Object.assign(new Error('Timed out connecting to WhatsApp'), { output: { statusCode: 408 } }));
+        endSocket(socket, Object.assign(new Error('Timed out connecting to WhatsApp'), { output: { statusCode: 408 } }), this.log);
       }
     }, this.options.config.connectTimeoutMs + 5_000);
     this.connectTimer.unref();
@@ -239,7 +280,13 @@ export class WhatsAppSession implements NetworkSession {
     on('messages.upsert', (upsert) => this.serial(() => this.onMessages(upsert), 'messages.upsert'));
     on('messages.update', (updates) => this.serial(() => this.onMessageUpdates(updates), 'messages.update'));
     on('message-receipt.update', (updates) => this.serial(() => this.onUserReceipts(updates), 'message-receipt.update'));
-    on('chats.phoneNumberShare', ({ lid, jid }) => this.serial(() => this.rememberLid(lid, jid), 'chats.phoneNumberShare'));
+    on('lid-mapping.update', (mapping) => this.serial(() => this.onLidMapping(mapping), 'lid-mapping.update'));
+    on('messaging-history.set', ({ contacts, lidPnMappings }) =>
+      this.serial(async () => {
+        for (const mapping of lidPnMappings ?? []) await this.onLidMapping(mapping);
+        await this.onContacts(contacts ?? []);
+      }, 'messaging-history.set'),
+    );
     on('contacts.upsert', (contacts) => this.serial(() => this.onContacts(contacts), 'contacts.upsert'));
     on('contacts.update', (contacts) => this.serial(() => this.onContacts(contacts as WAContact[]), 'contacts.update'));
     const onAck = (node: WABinaryNode): void => this.onServerAck(node);
@@ -257,11 +304,7 @@ export class WhatsAppSession implements NetworkSession {
     this.detach = undefined;
     this.socket = undefined;
     this.socketState = 'idle';
-    try {
-      socket.end(undefined);
-    } catch {
-      // already closed
-    }
+    endSocket(socket, undefined, this.log);
   }
 
   private clearTimers(): void {
@@ -305,15 +348,17 @@ export class WhatsAppSession implements NetworkSession {
     this.openedAt = Date.now();
     this.linkingFailures = 0;
     this.immediateRestarts = 0;
+    this.outdatedRetried = false;
+    this.qrCycles = 0;
     const phoneNumber = jidToPhone(socket.user?.id ?? this.creds?.me?.id);
     if (!phoneNumber) {
       this.log.error({ jidServer: parseJid(socket.user?.id)?.server }, 'WhatsApp connection open, but the linked number is unknown');
-      socket.end(new Error('linked number unknown'));
+      endSocket(socket, new Error('linked number unknown'), this.log);
       return;
     }
     this.log.info({ me: maskPhone(phoneNumber) }, 'WhatsApp connection open');
     // The warm-up's bookkeeping must not keep the device from being reported connected.
-    await this.bulkPolicy?.linked(phoneNumber).catch((error: unknown) => this.log.error({ err: error }, 'recording the link for the warm-up failed'));
+    await this.bulkPolicy.linked(phoneNumber).catch((error: unknown) => this.log.error({ err: error }, 'recording the link for the warm-up failed'));
     this.reported = true;
     // The credentials are stored before the device counts as linked, so a worker that takes it over can log in.
     await this.store.flush();
@@ -352,7 +397,7 @@ export class WhatsAppSession implements NetworkSession {
         return;
       }
       await this.store.clear();
-      await this.forgetLids();
+      await this.forgetLink();
       this.creds = undefined;
       this.log.warn({ statusCode }, 'the device was unlinked from the phone (LOGGED_OUT); credentials deleted');
       await this.emit({ type: 'disconnected', reason: 'logout', message: decision.message });
@@ -360,6 +405,21 @@ export class WhatsAppSession implements NetworkSession {
       return;
     }
 
+    if (decision.outdated && this.options.version.current.source !== 'configured' && !this.outdatedRetried) {
+      // WhatsApp calls the client outdated: read the version again; a different one is tried once.
+      this.outdatedRetried = true;
+      const { version } = await this.options.version.refresh();
+      if (this.closed) return;
+      if (formatVersion(version) !== this.socketVersion) {
+        this.log.warn({ statusCode, from: this.socketVersion, to: formatVersion(version) }, 'WhatsApp refused the client version; retrying with the version just read');
+        this.connect();
+        return;
+      }
+    }
+    if (decision.stop) {
+      await this.stop(decision.stop.code, decision.message);
+      return;
+    }
     if (decision.warning) this.warn(decision.warning.code, decision.warning.message);
     if (this.reported) {
       // The runner reconnects with its backoff (reconnect()).
@@ -368,8 +428,42 @@ export class WhatsAppSession implements NetworkSession {
       return;
     }
     if (!reachedServer) this.warn('CONNECTION_FAILED', `Could not connect to WhatsApp to link the device: ${decision.message}`);
+    else if (++this.qrCycles >= this.options.config.maxQrCycles) {
+      // Nobody is scanning: new codes every 20 s forever are traffic for nothing (and a signal).
+      await this.stop(
+        'QR_EXPIRED',
+        `No QR code was scanned in ${this.qrCycles} cycles; reconnect the device (POST /devices/:id/reconnect) or request a pairing code to link it`,
+      );
+      return;
+    }
     this.retryLinking(reachedServer);
     this.settleAttempt();
+  }
+
+  /** Stops retrying (see the header), remembered for whichever worker holds the device next. */
+  private async stop(code: string, message: string): Promise<void> {
+    this.clearTimers();
+    this.stopped = { code, message };
+    this.log.warn({ code }, `WhatsApp session stopped: ${message}`);
+    await this.options.database.query(
+      `INSERT INTO whatsapp_devices (device_id, stopped_code, stopped_message, stopped_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (device_id) DO UPDATE SET stopped_code = $2, stopped_message = $3, stopped_at = now(), updated_at = now()`,
+      [this.device.id, code, message],
+    );
+    await this.emit({ type: 'stopped', code, message });
+    this.settleAttempt();
+  }
+
+  /** Someone asked for the device again: the stop is lifted. */
+  private async unstop(): Promise<void> {
+    this.qrCycles = 0;
+    this.outdatedRetried = false;
+    if (!this.stopped) return;
+    this.stopped = undefined;
+    await this.options.database.query('UPDATE whatsapp_devices SET stopped_code = NULL, stopped_message = NULL, stopped_at = NULL, updated_at = now() WHERE device_id = $1', [
+      this.device.id,
+    ]);
+    this.log.info('WhatsApp session resumed after a stop');
   }
 
   /** While linking, the session retries by itself: soon after a QR cycle ran out, with backoff after failures. */
@@ -423,32 +517,49 @@ export class WhatsAppSession implements NetworkSession {
     if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
 
     const id = message.networkMessageId;
+    // The waiter exists before the hand-over (the server's ack can overtake sendMessage's
+    // return), but its clock starts only once sendMessage returned: sendMessage includes the
+    // media upload, which has a timeout of its own (WHATSAPP_UPLOAD_TIMEOUT_MS).
+    let startClock: () => void = () => undefined;
     const acked = new Promise<SendResult | SendFailure>((resolve) => {
-      const timer = setTimeout(() => {
-        this.acks.delete(id);
-        resolve({ ok: false, permanent: false, code: 'ACK_TIMEOUT', message: 'WhatsApp did not acknowledge the message in time; it is sent again with the same id' });
-      }, this.options.config.ackTimeoutMs);
-      timer.unref();
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      startClock = () => {
+        if (settled) return; // acknowledged before sendMessage returned
+        timer = setTimeout(() => {
+          this.acks.delete(id);
+          resolve({ ok: false, permanent: false, code: 'ACK_TIMEOUT', message: 'WhatsApp did not acknowledge the message in time; it is sent again with the same id' });
+        }, this.options.config.ackTimeoutMs);
+        timer.unref();
+      };
       this.acks.get(id)?.resolve({ ok: false, permanent: false, code: 'SUPERSEDED', message: 'The message was handed over again' });
       this.acks.set(id, {
         resolve: (result) => {
-          clearTimeout(timer);
+          settled = true;
+          if (timer) clearTimeout(timer);
           this.acks.delete(id);
           resolve(result);
         },
       });
     });
+    const uploadTimeoutMs = this.options.config.uploadTimeoutMs;
+    let sent: WAMessage | undefined;
     try {
-      // Waygate's id: a resend after a crash carries the same one, and WhatsApp de-duplicates it.
-      await socket.sendMessage(jid, content, { messageId: id });
+      // Waygate's id (WhatsApp Web's shape, derived from the message id): a resend after a crash carries the same one.
+      sent = await withTimeout(socket.sendMessage(jid, content, { messageId: id, mediaUploadTimeoutMs: uploadTimeoutMs }), uploadTimeoutMs + this.options.config.connectTimeoutMs, () =>
+        Object.assign(new Error(`Uploading and handing over the message took longer than ${uploadTimeoutMs} ms`), { uploadTimeout: true }),
+      );
     } catch (error) {
       this.acks.get(id)?.resolve({ ok: true });
       await acked;
-      const failure = classifySendError(error);
+      const failure = (error as { uploadTimeout?: boolean }).uploadTimeout
+        ? { ok: false as const, permanent: false, code: 'MEDIA_UPLOAD_FAILED', message: (error as Error).message }
+        : classifySendError(error);
       this.log.warn({ code: failure.code, statusCode: statusCodeOf(error as Error), type: message.type, to: maskPhone(message.to) }, 'WhatsApp send failed');
       return this.failed(failure);
     }
-    const result = await acked;
+    startClock();
+    const [result] = await Promise.all([acked, sent?.message ? this.keepSent(id, sent.message) : undefined]);
     if (!result.ok) {
       this.log.warn({ code: result.code, type: message.type, to: maskPhone(message.to) }, 'WhatsApp refused the message');
       return this.failed(result);
@@ -456,22 +567,68 @@ export class WhatsAppSession implements NetworkSession {
     return { ok: true };
   }
 
+  /** What was sent, for a retry request (getMessage); a failure to keep it does not fail the send. */
+  private async keepSent(id: string, content: unknown): Promise<void> {
+    try {
+      await this.options.database.query(
+        `INSERT INTO whatsapp_sent_messages (device_id, message_id, content) VALUES ($1, $2, $3)
+         ON CONFLICT (device_id, message_id) DO UPDATE SET content = EXCLUDED.content, sent_at = now()`,
+        [this.device.id, id, this.options.helpers.encodeMessage(content)],
+      );
+    } catch (error) {
+      this.log.error({ err: error }, 'keeping a sent WhatsApp message for retry requests failed');
+    }
+  }
+
+  /** Baileys' getMessage: a recipient asks for a message again (it could not decrypt it); any kind is answered. */
+  private async sentMessage(key: WAMessageKey): Promise<unknown> {
+    if (!key.id) return undefined;
+    const [row] = await this.options.database.query<{ content: Uint8Array }>('SELECT content FROM whatsapp_sent_messages WHERE device_id = $1 AND message_id = $2', [
+      this.device.id,
+      key.id,
+    ]);
+    if (!row) {
+      this.log.warn({ id: key.id }, 'a retry request for a message Waygate did not keep; the recipient may see "waiting for this message"');
+      return undefined;
+    }
+    return this.options.helpers.decodeMessage(row.content);
+  }
+
   private failed(failure: SendResult | SendFailure): SendResult {
     if (failure.ok) return failure;
     if ('warning' in failure && failure.warning) this.warn(failure.warning.code, failure.warning.message);
+    if ('pauseBulk' in failure && failure.pauseBulk) this.pauseBulk(failure.code);
     return { ok: false, permanent: failure.permanent, code: failure.code, message: failure.message };
   }
 
-  /** The recipient's WhatsApp address (null: not on WhatsApp), asked once per number and cached. */
+  /**
+   * The recipient's WhatsApp address (null: not on WhatsApp), asked once per number and kept in
+   * whatsapp_numbers (a restart or another worker does not ask again: bulk look-ups are a ban signal).
+   */
   private async resolveJid(socket: WASocketLike, phoneNumber: string): Promise<string | null> {
     if (!socket.onWhatsApp) return phoneToJid(phoneNumber);
-    const cached = this.jids.get(phoneNumber);
-    if (cached && Date.now() - cached.at < JID_CACHE_MS) return cached.jid;
+    const { database } = this.options;
+    const [cached] = await database.query<{ jid: string | null }>(
+      `SELECT jid FROM whatsapp_numbers WHERE device_id = $1 AND phone_number = $2
+          AND checked_at > now() - CASE WHEN jid IS NULL THEN $3::int ELSE $4::int END * interval '1 millisecond'`,
+      [this.device.id, phoneNumber, OFF_NETWORK_CACHE_MS, ON_NETWORK_CACHE_MS],
+    );
+    if (cached) return cached.jid;
     const [result] = (await socket.onWhatsApp(phoneToJid(phoneNumber))) ?? [];
     const jid = result?.exists ? result.jid : null;
-    if (this.jids.size >= JID_CACHE_SIZE) this.jids.delete(this.jids.keys().next().value!);
-    this.jids.set(phoneNumber, { jid, at: Date.now() });
+    await database.query(
+      `INSERT INTO whatsapp_numbers (device_id, phone_number, jid) VALUES ($1, $2, $3)
+       ON CONFLICT (device_id, phone_number) DO UPDATE SET jid = EXCLUDED.jid, checked_at = now()`,
+      [this.device.id, phoneNumber, jid],
+    );
     return jid;
+  }
+
+  /** Bulk traffic of the device waits (a 463: sending to new contacts now is ban pressure). */
+  private pauseBulk(code: string): void {
+    const until = new Date(Date.now() + BULK_PAUSE_AFTER_463_MS);
+    this.log.warn({ code, until }, 'bulk traffic of the device paused');
+    void this.bulkPolicy.pause(until).catch((error: unknown) => this.log.error({ err: error }, 'pausing bulk traffic failed'));
   }
 
   /** The server's acknowledgement of a sent message: without error, the send is done (SENT). */
@@ -490,6 +647,7 @@ export class WhatsAppSession implements NetworkSession {
     const failure = classifyAckError(code);
     this.log.warn({ code: failure.code, ackError: code }, 'WhatsApp reported an error for a message already acknowledged');
     if (failure.warning) this.warn(failure.warning.code, failure.warning.message);
+    if (failure.pauseBulk) this.pauseBulk(failure.code);
   }
 
   private failPendingAcks(code: string, message: string): void {
@@ -538,13 +696,15 @@ export class WhatsAppSession implements NetworkSession {
       this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (reaction, protocol message, ...) ignored');
       return;
     }
-    const from = await this.senderOf(message);
-    this.log.info({ id: key.id, type: parsed.messageType, from: maskPhone(from), upsertType }, 'incoming WhatsApp message');
-    // Awaited: stored (with its message.received event) before the next one is handled.
+    const { phone, lid } = await this.senderOf(key);
+    this.log.info({ id: key.id, type: parsed.messageType, from: maskPhone(phone), viaLid: Boolean(lid), upsertType }, 'incoming WhatsApp message');
+    // Awaited: stored (with its message.received event) before the next one is handled. Baileys
+    // acknowledged the stanza to WhatsApp before emitting it (README: "Link a real phone").
     await this.emit({
       type: 'incoming',
       networkMessageId: key.id,
-      from,
+      from: phone ?? lid!,
+      fromLid: lid,
       messageType: parsed.messageType,
       content: parsed.content,
       media: parsed.media,
@@ -553,26 +713,37 @@ export class WhatsAppSession implements NetworkSession {
   }
 
   /**
-   * The sender's phone number. A sender addressed as `<digits>@lid` is mapped to its number when
-   * the network told us (an alternate address on the message key, a phone-number share, a
-   * contact); otherwise the LID itself is reported (`<digits>@lid`), which is not a number.
+   * The sender's phone number and LID. A person may be addressed by either; the other one comes
+   * from, in order: the message key's alternate address (remoteJidAlt), the pairs stored in
+   * whatsapp_lids (learnt from lid-mapping.update, contacts and earlier messages), and Baileys'
+   * own LID store (signalRepository.lidMapping). A LID whose number is still unknown is reported
+   * as the sender (`<digits>@lid`), which is not a number.
    */
-  private async senderOf(message: WAMessage): Promise<string> {
-    const { key } = message;
+  private async senderOf(key: WAMessageKey): Promise<{ phone: string | undefined; lid: string | undefined }> {
     const jid = key.remoteJid!;
-    const phone = jidToPhone(jid);
-    if (phone) return phone;
-    const lid = normalizeLid(jid);
-    if (!lid) return jid;
-    const alternate = [key.senderPn, key.remoteJidAlt, key.participantPn, key.participantAlt].map((candidate) => jidToPhone(candidate)).find(Boolean);
-    if (alternate) {
-      await this.rememberLid(lid, phoneToJid(alternate));
-      return alternate;
+    const alternate = key.remoteJidAlt;
+    let phone = jidToPhone(jid) ?? jidToPhone(alternate);
+    const lid = normalizeLid(jid) ?? (alternate ? normalizeLid(alternate) : undefined);
+    if (!lid) return { phone, lid };
+    if (phone) {
+      await this.rememberLid(lid, phoneToJid(phone));
+      return { phone, lid };
     }
-    const known = await this.lookupLid(lid);
-    if (known) return known;
-    this.log.warn({ id: key.id }, 'incoming message from a @lid sender whose phone number WhatsApp has not shared; reported as <lid>@lid');
-    return lid;
+    phone = await this.lookupLid(lid);
+    if (!phone) {
+      const pn = await this.socket?.signalRepository?.lidMapping?.getPNForLID(lid).catch((error: unknown) => {
+        this.log.warn({ err: error }, 'reading the LID mapping of Baileys failed');
+        return null;
+      });
+      phone = jidToPhone(pn);
+      if (phone) await this.rememberLid(lid, phoneToJid(phone));
+    }
+    if (!phone) this.log.warn({ id: key.id }, 'incoming message from a @lid sender whose phone number WhatsApp has not shared; reported as <lid>@lid');
+    return { phone, lid };
+  }
+
+  private async onLidMapping(mapping: WALidMapping): Promise<void> {
+    await this.rememberLid(mapping.lid, mapping.pn);
   }
 
   private async rememberLid(lidJid: string | undefined, phoneJid: string | undefined): Promise<void> {
@@ -599,15 +770,24 @@ export class WhatsAppSession implements NetworkSession {
   }
 
   private async onContacts(contacts: WAContact[]): Promise<void> {
-    // A contact known by its number that also carries its LID tells us the pair.
+    // A contact that carries both of its addresses tells us the pair (Baileys 7: id is either form; lid / phoneNumber the other).
     for (const contact of contacts) {
-      if (contact.id && contact.lid && isLidJid(contact.lid) && jidToPhone(contact.id)) await this.rememberLid(contact.lid, contact.id);
+      if (!contact.id) continue;
+      const lid = [contact.lid, contact.id].find((jid) => isLidJid(jid));
+      const phone = [contact.phoneNumber, contact.id].find((jid) => jidToPhone(jid));
+      if (lid && phone) await this.rememberLid(lid, phone);
     }
   }
 
-  private async forgetLids(): Promise<void> {
+  /** Unlinked: what was learnt about this link goes (LID pairs, a stop, a bulk pause); the next link starts clean. */
+  private async forgetLink(): Promise<void> {
     this.lids.clear();
+    this.stopped = undefined;
     await this.options.database.query('DELETE FROM whatsapp_lids WHERE device_id = $1', [this.device.id]);
+    await this.options.database.query(
+      'UPDATE whatsapp_devices SET stopped_code = NULL, stopped_message = NULL, stopped_at = NULL, bulk_paused_until = NULL, updated_at = now() WHERE device_id = $1',
+      [this.device.id],
+    );
   }
 
   // ---- control ---------------------------------------------------------------------------
@@ -615,6 +795,7 @@ export class WhatsAppSession implements NetworkSession {
   async reconnect(): Promise<void> {
     if (this.closed || this.socketState !== 'idle') return;
     if (!this.linked && this.retryTimer) return; // linking retries on its own schedule
+    await this.unstop();
     if (this.flaps > 0) {
       const delays = this.options.flapBackoffMs ?? FLAP_BACKOFF_MS;
       const delay = delays[Math.min(this.flaps - 1, delays.length - 1)]!;
@@ -639,6 +820,7 @@ export class WhatsAppSession implements NetworkSession {
   async requestPairingCode(phoneNumber: string): Promise<{ code: string; expiresAt: Date }> {
     if (this.closed) throw new PairingError('SESSION_CLOSED', 'The device session is closing');
     if (this.linked) throw new PairingError('ALREADY_LINKED', 'The device is already linked to a phone');
+    await this.unstop();
     // On a socket whose QR phase is fresh; a new socket otherwise (the code lives as long as its phase).
     if (!(this.socket && this.qrCount > 0 && Date.now() - this.qrPhaseStartedAt < PAIRING_FRESH_MS)) {
       if (!(this.socket && this.socketState === 'connecting' && this.qrCount === 0)) this.connect();
@@ -666,11 +848,11 @@ export class WhatsAppSession implements NetworkSession {
     if (socket && this.socketState === 'open') {
       this.detach?.();
       this.detach = undefined;
-      await socket.logout('Removed in Waygate').catch((error: unknown) => this.log.warn({ err: error }, 'WhatsApp logout request failed'));
+      await Promise.resolve(socket.logout('Removed in Waygate')).catch((error: unknown) => this.log.warn({ err: error }, 'WhatsApp logout request failed'));
     }
     await this.close();
     await this.store.clear();
-    await this.forgetLids();
+    await this.forgetLink();
     this.log.info('device logged out of WhatsApp; credentials deleted');
   }
 
@@ -686,6 +868,35 @@ export class WhatsAppSession implements NetworkSession {
     await this.store.fence();
     await this.chain;
     this.onClosed(this);
+  }
+}
+
+/**
+ * Ends a socket in whatever state it is (connecting, open, closing, closed) without letting its
+ * failure escape: Baileys 7's end() is async and awaits the websocket's close, and a websocket
+ * ended while connecting reports an error ("closed before the connection was established").
+ */
+function endSocket(socket: WASocketLike, error: Error | undefined, log: Logger): void {
+  try {
+    void Promise.resolve(socket.end(error)).catch((failure: unknown) => log.debug({ err: failure }, 'ending the WhatsApp socket failed (already closed)'));
+  } catch (failure) {
+    log.debug({ err: failure }, 'ending the WhatsApp socket failed (already closed)');
+  }
+}
+
+/** `work`, or the error `onTimeout` makes when it takes longer than `ms`. */
+async function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(onTimeout()), ms);
+        timer.unref();
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
