@@ -121,7 +121,7 @@ export class Lister {
     const more = rows.length > limit;
     if (more) rows.length = limit;
     const last = rows.at(-1);
-    const nextCursor = more && last ? encodeCursor(source.kind, { page: page + 1, createdAt: last.created_at, id: last.id }) : null;
+    const nextCursor = more && last ? encodeCursor(source.kind, { page: Math.min(page + 1, MAX_PAGE), createdAt: last.created_at, id: last.id }) : null;
     // An offset page that ends the listing knows the total without counting.
     const known = !after && !more && (rows.length > 0 || page === 1) ? offset + rows.length : undefined;
     const { total, totalExact } = known !== undefined ? { total: known, totalExact: true } : await this.count(source);
