@@ -11,7 +11,8 @@
  * - Total. Counted exactly up to the count cap (LISTING_COUNT_CAP); past it, counting stops,
  *   `total` is the cap and `totalExact` is false: "at least `total`".
  *
- * A cursor is opaque to clients: base64url of [listing, page, createdAt in ms, id]. It carries a
+ * A cursor is opaque to clients: base64url of [listing, page, createdAt in ms, id]; every listed
+ * table's created_at is timestamp(3), so milliseconds carry the position exactly. It carries a
  * position, never a permission: every query still filters by the caller's account, so another
  * account's cursor only positions the walk within the caller's own rows.
  */
@@ -75,7 +76,7 @@ function encodeCursor(kind: ListingKind, position: Position): string {
 }
 
 /** Reads a client's cursor; anything but a cursor this listing gave out is a 400 on `cursor`. */
-export function decodeCursor(kind: ListingKind, cursor: string): Position {
+function decodeCursor(kind: ListingKind, cursor: string): Position {
   const refuse = (why: string) => validationError('cursor', `${why}; pass meta.nextCursor of an earlier answer unchanged`);
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw refuse('is not a cursor');
   let value: unknown;
@@ -87,7 +88,7 @@ export function decodeCursor(kind: ListingKind, cursor: string): Position {
   if (!Array.isArray(value) || value.length !== 4) throw refuse('is not a cursor');
   const [cursorKind, page, ms, id] = value as unknown[];
   if (typeof cursorKind !== 'string' || typeof page !== 'number' || typeof ms !== 'number' || typeof id !== 'string') throw refuse('is not a cursor');
-  if (cursorKind !== kind) throw refuse(`belongs to another listing (${cursorKind.slice(0, 40)})`);
+  if (cursorKind !== kind) throw refuse('belongs to another listing');
   if (!Number.isInteger(page) || page < 2 || page > MAX_PAGE || !Number.isInteger(ms) || ms < 0 || ms > MAX_TIME_MS || !ID_PATTERN.test(id)) {
     throw refuse('is not a cursor');
   }
