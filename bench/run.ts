@@ -27,6 +27,10 @@ const BENCHMARKS: Record<string, Benchmark> = {
     description: 'GET /contacts at 1,000,000 contacts: search p95 latency, page-1 throughput against a bare Fastify route',
     load: () => import('./contacts.js'),
   },
+  listings: {
+    description: 'GET /webhooks/:id/deliveries and GET /messages at 1,000,000 rows: p95 of page 1, page 100 and a deep cursor page',
+    load: () => import('./listings.js'),
+  },
   messaging: {
     description: 'direct sends against a bare INSERT route, 1,000 scheduled messages, a 100,000-recipient bulk job (rate, RSS)',
     load: () => import('./messaging.js'),

@@ -26,6 +26,7 @@ import { createSandboxWorld } from './network/create-network.js';
 import type { SandboxWorld } from './network/sandbox/world.js';
 import { ContactService } from './domain/contacts.js';
 import { GroupService } from './domain/groups.js';
+import { Lister } from './domain/listing.js';
 import { TokenService } from './domain/tokens.js';
 import { WebhookService } from './domain/webhooks.js';
 import { GuardedHttp } from './outbound/ssrf.js';
@@ -65,6 +66,7 @@ export function createServices(database: Database, config: Config): Services {
   const acks = new AckWaiter(bus);
   // Checks the URLs of webhook endpoints when they are stored (the delivery worker has its own client).
   const http = new GuardedHttp(config.allowPrivateUrls);
+  const lister = new Lister(database, config.listingCountCap);
   return {
     bus,
     accounts: new AccountService(database),
@@ -72,11 +74,11 @@ export function createServices(database: Database, config: Config): Services {
     contacts: new ContactService(database),
     groups: new GroupService(database),
     devices: new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' }),
-    messages: new MessageService(database, bus, acks, config.sendWaitMs),
-    bulkJobs: new BulkJobService(database),
+    messages: new MessageService(database, bus, acks, config.sendWaitMs, lister),
+    bulkJobs: new BulkJobService(database, lister),
     idempotency: new IdempotencyService(database),
     events: new EventService(database),
-    webhooks: new WebhookService(database, http, bus),
+    webhooks: new WebhookService(database, http, lister, bus),
     sandbox: config.network === 'sandbox' ? createSandboxWorld(config, database, bus) : undefined,
     async close() {
       acks.close();

@@ -35,6 +35,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
+  /** Listings count their total exactly up to this many rows; past it they answer the cap with totalExact false. */
+  listingCountCap: number;
   /** NETWORK=whatsapp only (src/network/whatsapp). */
   whatsapp: WhatsAppConfig;
   /** Who may sign up in the dashboard: only the first user of a fresh install, or anyone (each gets an account on `free`). */
@@ -210,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateUrls: bool('ALLOW_PRIVATE_URLS', false),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    listingCountCap: int('LISTING_COUNT_CAP', 10_000, 1, 1_000_000),
     whatsapp: {
       warmupDailyCaps,
       ackTimeoutMs: int('WHATSAPP_ACK_TIMEOUT_MS', 20_000, 100, 300_000),

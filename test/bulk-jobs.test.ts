@@ -61,7 +61,7 @@ describe('listing and reading', () => {
     const tenant = await createTenant(ctx);
     await linkDevice(ctx, tenant);
     const empty = expectOk<PageBody<BulkJobBody>>(await call(ctx, tenant, 'GET', '/messages/bulk-jobs'));
-    expect(empty).toEqual({ success: true, data: [], meta: { total: 0, page: 1, limit: 50 } });
+    expect(empty).toEqual({ success: true, data: [], meta: { total: 0, totalExact: true, page: 1, limit: 50, nextCursor: null } });
 
     const first = await sendBulk(ctx, tenant, bulkText(phones(11)));
     const second = await sendBulk(ctx, tenant, bulkText(phones(12)));
@@ -72,12 +72,12 @@ describe('listing and reading', () => {
 
     const list = expectOk<PageBody<BulkJobBody>>(await call(ctx, tenant, 'GET', '/messages/bulk-jobs'));
     expect(list.success).toBe(true);
-    expect(list.meta).toEqual({ total: 3, page: 1, limit: 50 });
+    expect(list.meta).toEqual({ total: 3, totalExact: true, page: 1, limit: 50, nextCursor: null });
     expect(list.data.map((job) => job.id)).toEqual([later.jobId, second.jobId, first.jobId]);
     expect(list.data.map((job) => job.totalContacts)).toEqual([13, 12, 11]);
 
     const page2 = expectOk<PageBody<BulkJobBody>>(await call(ctx, tenant, 'GET', '/messages/bulk-jobs?page=2&limit=1'));
-    expect(page2.meta).toEqual({ total: 3, page: 2, limit: 1 });
+    expect(page2.meta).toEqual({ total: 3, totalExact: true, page: 2, limit: 1, nextCursor: expect.any(String) });
     expect(page2.data.map((job) => job.id)).toEqual([second.jobId]);
     expect(expectOk<PageBody<BulkJobBody>>(await call(ctx, tenant, 'GET', '/messages/bulk-jobs?limit=1000')).meta.limit).toBe(100);
 

@@ -42,7 +42,7 @@ describe('GET /messages and GET /messages/:id', () => {
     const tenant = await createTenant(ctx);
     const device = await linkDevice(ctx, tenant);
     const empty = await listMessages(ctx, tenant);
-    expect(empty).toEqual({ success: true, data: [], meta: { total: 0, page: 1, limit: 50 } });
+    expect(empty).toEqual({ success: true, data: [], meta: { total: 0, totalExact: true, page: 1, limit: 50, nextCursor: null } });
 
     const [a, b] = phones(2) as [string, string];
     const lost = phone('0000');
@@ -52,13 +52,13 @@ describe('GET /messages and GET /messages/:id', () => {
     await waitForJob(ctx, tenant, bulk.jobId, (job) => job.status === 'COMPLETED', 'COMPLETED');
 
     const all = await listMessages(ctx, tenant);
-    expect(all.meta).toEqual({ total: 14, page: 1, limit: 50 });
+    expect(all.meta).toEqual({ total: 14, totalExact: true, page: 1, limit: 50, nextCursor: null });
     const created = all.data.map((m) => new Date(m.createdAt).getTime());
     expect(created).toEqual([...created].sort((x, y) => y - x));
     expect(all.data.slice(-3).map((m) => m.id).sort()).toEqual([...first.messages.map((m) => m.id), second.message.id].sort());
 
     const page = await listMessages(ctx, tenant, 'limit=5&page=3');
-    expect(page.meta).toEqual({ total: 14, page: 3, limit: 5 });
+    expect(page.meta).toEqual({ total: 14, totalExact: true, page: 3, limit: 5, nextCursor: null });
     expect(page.data.map((m) => m.id)).toEqual(all.data.slice(10, 14).map((m) => m.id));
     expect((await listMessages(ctx, tenant, 'limit=500')).meta.limit).toBe(100);
 

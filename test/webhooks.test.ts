@@ -371,7 +371,7 @@ describe('test events and the delivery log', () => {
     expect(event).toMatchObject({ type: 'webhook.test', account_id: tenant.accountId, seq: null, data: { endpointId: target.id, message: 'This is a test event from Waygate' } });
 
     const log = await deliveries(tenant, target.id);
-    expect(log.meta).toEqual({ total: 1, page: 1, limit: 50 });
+    expect(log.meta).toEqual({ total: 1, totalExact: true, page: 1, limit: 50, nextCursor: null });
     const [delivery] = log.data;
     expect(delivery).toEqual({
       id: test.deliveryId,
@@ -416,7 +416,7 @@ describe('test events and the delivery log', () => {
     expect(log.data.map((d) => d.eventSeq)).toEqual(tests.map((t) => t.eventSeq).reverse());
     const page2 = await deliveries(tenant, created.id, '?page=2&limit=2');
     expect(page2.data.map((d) => d.id)).toEqual([tests[0]!.deliveryId]);
-    expect(page2.meta).toEqual({ total: 3, page: 2, limit: 2 });
+    expect(page2.meta).toEqual({ total: 3, totalExact: true, page: 2, limit: 2, nextCursor: null });
 
     // Six attempts recorded (as the worker would): the 5 newest are shown, newest first.
     const failing = tests[1]!.deliveryId;

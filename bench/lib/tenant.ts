@@ -5,17 +5,34 @@ import { runMigrations } from '../../src/db/migrate.js';
 import { AccountService } from '../../src/domain/accounts.js';
 import { TokenService } from '../../src/domain/tokens.js';
 
-/** Drops and creates the benchmark's own database (never `test`), through the `test` database. */
-export async function recreateDatabase(url: string): Promise<void> {
+/** Runs `work` on the `test` database for the benchmark's own database (never `test`), named waygate_bench_…. */
+async function administer(url: string, work: (client: pg.Client, name: string) => Promise<void>): Promise<void> {
   const name = new URL(url).pathname.slice(1);
-  if (!/^waygate_bench_\w+$/.test(name)) throw new Error(`Refusing to recreate a database not named waygate_bench_…: ${name}`);
+  if (!/^waygate_bench_\w+$/.test(name)) throw new Error(`Refusing to recreate or drop a database not named waygate_bench_…: ${name}`);
   const admin = new URL(url);
   admin.pathname = '/test';
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
+  try {
+    await work(client, name);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops and creates the benchmark's own database. */
+export async function recreateDatabase(url: string): Promise<void> {
+  await administer(url, async (client, name) => {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${name}`);
+  });
+}
+
+/** Drops the benchmark's own database (for seeds too large to keep between runs). */
+export async function dropDatabase(url: string): Promise<void> {
+  await administer(url, async (client, name) => {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
 }
 
 /** Migrates the database and creates an unlimited account; returns its API token. */

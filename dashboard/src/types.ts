@@ -5,6 +5,12 @@ export interface Page<T> {
   data: T[];
   meta: { total: number; page: number; limit: number };
 }
+/** The listings of unbounded tables (messages, bulk jobs, webhook deliveries): a capped total and a cursor. */
+export interface Listing<T> {
+  success: true;
+  data: T[];
+  meta: { total: number; totalExact: boolean; page: number; limit: number; nextCursor: string | null };
+}
 export interface One<T> {
   success: true;
   data: T;

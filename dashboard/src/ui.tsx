@@ -83,23 +83,43 @@ export function StatusBadge({ status, testId }: { status: string; testId?: strin
   );
 }
 
-export function Pager({ page, limit, total, onPage, label }: { page: number; limit: number; total: number; onPage: (page: number) => void; label: string }) {
+/**
+ * Previous/next over a listing. A total that is not exact (meta.totalExact false: counting stopped
+ * at the server's cap) is shown as "N+", and Next follows the server's nextCursor instead of the count.
+ */
+export function Pager({
+  page,
+  limit,
+  total,
+  onPage,
+  label,
+  totalExact = true,
+  hasNext,
+}: {
+  page: number;
+  limit: number;
+  total: number;
+  onPage: (page: number) => void;
+  label: string;
+  totalExact?: boolean;
+  hasNext?: boolean;
+}) {
   const pages = Math.max(1, Math.ceil(total / limit));
   if (total === 0) return null;
   const first = (page - 1) * limit + 1;
-  const last = Math.min(total, page * limit);
+  const last = totalExact ? Math.min(total, page * limit) : page * limit;
+  const next = hasNext ?? page < pages;
   return (
     <nav className="pager" aria-label={`${label} pages`}>
       <span className="muted">
         {first}–{last} of {total.toLocaleString()}
+        {totalExact ? '' : '+'}
       </span>
       <button type="button" className="button secondary small" disabled={page <= 1} onClick={() => onPage(page - 1)}>
         Previous
       </button>
-      <span aria-current="page">
-        Page {page} of {pages}
-      </span>
-      <button type="button" className="button secondary small" disabled={page >= pages} onClick={() => onPage(page + 1)}>
+      <span aria-current="page">{totalExact ? `Page ${page} of ${pages}` : `Page ${page}`}</span>
+      <button type="button" className="button secondary small" disabled={!next} onClick={() => onPage(page + 1)}>
         Next
       </button>
     </nav>

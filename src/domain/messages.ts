@@ -11,7 +11,7 @@ import { newId } from '../ids.js';
 import { messageTransitions } from '../metrics.js';
 import type { MessageType } from '../network/network.js';
 import type { AckWaiter } from './ack-waiter.js';
-import { MAX_PAGE_SIZE, type Page } from './contacts.js';
+import type { Lister, Listing, ListingRequest } from './listing.js';
 import {
   BULK_JOB_COLUMNS,
   MESSAGE_TYPES,
@@ -251,6 +251,7 @@ export class MessageService {
     private readonly bus: Bus,
     private readonly acks: AckWaiter,
     private readonly sendWaitMs: number,
+    private readonly lister: Lister,
   ) {}
 
   /** The device to send from: the one asked for, else the oldest CONNECTED one, else a linked but momentarily disconnected one. */
@@ -492,31 +493,25 @@ export class MessageService {
 
   async list(
     accountId: string,
-    options: { page: number; limit: number; status?: MessageStatus | undefined; jobId?: string | undefined; to?: string | undefined; deviceId?: string | undefined; direction?: 'in' | 'out' | undefined },
-  ): Promise<Page<Message>> {
-    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
-    const where = ['account_id = $1'];
+    options: ListingRequest & { status?: MessageStatus | undefined; jobId?: string | undefined; to?: string | undefined; deviceId?: string | undefined; direction?: 'in' | 'out' | undefined },
+  ): Promise<Listing<Message>> {
+    const where = ['m.account_id = $1'];
     const params: unknown[] = [accountId];
     const add = (clause: string, value: unknown): void => {
       params.push(value);
       where.push(clause.replace('?', `$${params.length}`));
     };
-    if (options.status) add('status = ?', options.status);
-    if (options.jobId) add('job_id = ?', options.jobId);
-    if (options.deviceId) add('device_id = ?', options.deviceId);
-    if (options.direction) add('direction = ?', options.direction);
+    if (options.status) add('m.status = ?', options.status);
+    if (options.jobId) add('m.job_id = ?', options.jobId);
+    if (options.deviceId) add('m.device_id = ?', options.deviceId);
+    if (options.direction) add('m.direction = ?', options.direction);
     if (options.to) {
       const phone = normalizePhone(options.to);
       if (!phone.ok) throw new AppError('VALIDATION_ERROR', `to ${phone.message}`, [{ field: 'to', message: phone.message }]);
-      add('peer = ?', phone.digits);
+      add('m.peer = ?', phone.digits);
     }
-    const clause = where.join(' AND ');
-    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE ${clause}`, params);
-    const rows = await this.database.query<MessageRow>(
-      `SELECT * FROM messages WHERE ${clause} ORDER BY created_at DESC NULLS LAST, id DESC NULLS LAST LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-      [...params, limit, (options.page - 1) * limit],
-    );
-    return { data: rows.map(toMessage), meta: { total: count?.n ?? 0, page: options.page, limit } };
+    const listing = await this.lister.list<MessageRow>({ kind: 'messages', table: 'messages m', alias: 'm', where, params }, options);
+    return { data: listing.data.map(toMessage), meta: listing.meta };
   }
 
   async get(accountId: string, id: string): Promise<Message> {
@@ -548,22 +543,20 @@ export class MessageService {
 }
 
 export class BulkJobService {
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    private readonly lister: Lister,
+  ) {}
 
-  async list(accountId: string, options: { page: number; limit: number; status?: string | undefined }): Promise<Page<ReturnType<typeof toBulkJob>>> {
-    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
+  async list(accountId: string, options: ListingRequest & { status?: string | undefined }): Promise<Listing<ReturnType<typeof toBulkJob>>> {
+    const where = ['j.account_id = $1'];
     const params: unknown[] = [accountId];
-    let filter = '';
     if (options.status) {
       params.push(options.status);
-      filter = ' AND status = $2';
+      where.push('j.status = $2');
     }
-    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM bulk_jobs WHERE account_id = $1${filter}`, params);
-    const rows = await this.database.query<BulkJobRow>(
-      `SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE account_id = $1${filter} ORDER BY created_at DESC NULLS LAST, id DESC NULLS LAST LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-      [...params, limit, (options.page - 1) * limit],
-    );
-    return { data: rows.map(toBulkJob), meta: { total: count?.n ?? 0, page: options.page, limit } };
+    const listing = await this.lister.list<BulkJobRow>({ kind: 'bulk-jobs', table: 'bulk_jobs j', alias: 'j', columns: BULK_JOB_COLUMNS, where, params }, options);
+    return { data: listing.data.map(toBulkJob), meta: listing.meta };
   }
 
   async get(accountId: string, id: string): Promise<ReturnType<typeof toBulkJob>> {

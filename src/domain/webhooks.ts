@@ -19,6 +19,7 @@ import { UnsafeUrlError, type GuardedHttp } from '../outbound/ssrf.js';
 import type { Page } from './contacts.js';
 import { MAX_PAGE_SIZE } from './contacts.js';
 import { appendEvents, EVENT_TYPES, type EventType } from './events.js';
+import type { Lister, Listing, ListingRequest } from './listing.js';
 
 /** The event types an endpoint can subscribe to (test events go only to the endpoint tested). */
 export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type): type is Exclude<EventType, 'webhook.test'> => type !== 'webhook.test');
@@ -130,8 +131,9 @@ interface AttemptRow {
 /** The public columns of an endpoint (never the secrets). */
 const ENDPOINT_COLUMNS = 'id, account_id, url, description, events, active, disabled_reason, created_at, updated_at';
 /** A delivery with its event's type and seq. */
-const DELIVERY_SELECT = `SELECT d.id, d.event_id, e.type AS event_type, e.seq AS event_seq, d.status, d.attempts, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.delivered_at
+const DELIVERY_COLUMNS = `SELECT d.id, d.event_id, e.type AS event_type, e.seq AS event_seq, d.status, d.attempts, d.next_attempt_at,
+       d.last_status_code, d.last_error, d.created_at, d.delivered_at`;
+const DELIVERY_SELECT = `${DELIVERY_COLUMNS}
   FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
 
 const toEndpoint = (r: Omit<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>): WebhookEndpoint => ({
@@ -160,6 +162,7 @@ export class WebhookService {
   constructor(
     private readonly database: Database,
     private readonly http: GuardedHttp,
+    private readonly lister: Lister,
     private readonly bus?: Bus,
   ) {}
 
@@ -395,23 +398,26 @@ export class WebhookService {
   }
 
   /** The endpoint's deliveries, newest first, each with its latest attempts. */
-  async deliveries(accountId: string, id: string, options: { page: number; limit: number; status?: DeliveryStatus | undefined }): Promise<Page<WebhookDelivery>> {
+  async deliveries(accountId: string, id: string, options: ListingRequest & { status?: DeliveryStatus | undefined }): Promise<Listing<WebhookDelivery>> {
     await this.endpointRow(this.database, accountId, id);
-    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
-    const filter = options.status ? ' AND d.status = $3' : '';
-    const filterParams = options.status ? [options.status] : [];
-    const [counted] = await this.database.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM webhook_deliveries d WHERE d.endpoint_id = $1 AND d.account_id = $2${filter}`,
-      [id, accountId, ...filterParams],
+    const where = ['d.endpoint_id = $1', 'd.account_id = $2'];
+    const params: unknown[] = [id, accountId];
+    if (options.status) {
+      params.push(options.status);
+      where.push('d.status = $3');
+    }
+    const listing = await this.lister.list<DeliveryRow>(
+      {
+        kind: 'webhook-deliveries',
+        table: 'webhook_deliveries d',
+        alias: 'd',
+        where,
+        params,
+        decorate: (page) => `${DELIVERY_COLUMNS} FROM ${page} JOIN events e ON e.id = d.event_id ORDER BY d.created_at DESC NULLS LAST, d.id DESC NULLS LAST`,
+      },
+      options,
     );
-    const offsetParam = options.status ? 4 : 3;
-    const rows = await this.database.query<DeliveryRow>(
-      `${DELIVERY_SELECT}
-        WHERE d.endpoint_id = $1 AND d.account_id = $2${filter}
-        ORDER BY d.created_at DESC, d.id DESC LIMIT $${offsetParam} OFFSET $${offsetParam + 1}`,
-      [id, accountId, ...filterParams, limit, (options.page - 1) * limit],
-    );
-    return { data: await this.withAttempts(rows), meta: { total: counted?.n ?? 0, page: options.page, limit } };
+    return { data: await this.withAttempts(listing.data), meta: listing.meta };
   }
 
   /**

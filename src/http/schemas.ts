@@ -21,6 +21,26 @@ export const PageMeta = Type.Object({
   limit: Type.Integer(),
 });
 
+/** Listings of tables without bound (src/domain/listing.ts): `page` or, to walk deep, `cursor`. */
+export const ListingQuery = {
+  ...PageQuery,
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 300,
+      description: 'meta.nextCursor of an earlier answer: the page after it, at the same cost at any depth (then `page` is ignored; meta.page counts on)',
+    }),
+  ),
+};
+
+export const ListingMeta = Type.Object({
+  total: Type.Integer({ description: 'Rows matching, counted up to a cap (LISTING_COUNT_CAP, default 10,000); see totalExact' }),
+  totalExact: Type.Boolean({ description: 'false when counting stopped at the cap: then there are at least `total` rows' }),
+  page: Type.Integer(),
+  limit: Type.Integer(),
+  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
+});
+
 export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
 
 export const ErrorResponse = Type.Object(
@@ -46,5 +66,8 @@ export const successData = <T extends TSchema>(data: T) => Type.Object({ success
 
 export const successPage = <T extends TSchema>(item: T) =>
   Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: PageMeta });
+
+export const successListing = <T extends TSchema>(item: T) =>
+  Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: ListingMeta });
 
 export const SuccessOnly = Type.Object({ success: Type.Literal(true) });

@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api';
-import type { BulkJob, Page } from '../types';
+import type { BulkJob, Listing } from '../types';
 import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, Pager, Time } from '../ui';
 import { ACTIVE_JOB, JobBar } from './JobProgress';
 
@@ -12,7 +12,7 @@ export function BulkJobsPage() {
   const [status, setStatus] = useState('');
   const jobs = useQuery({
     queryKey: ['bulk-jobs', 'list', page, status],
-    queryFn: () => api<Page<BulkJob>>('/messages/bulk-jobs', { query: { page, limit: 20, status } }),
+    queryFn: () => api<Listing<BulkJob>>('/messages/bulk-jobs', { query: { page, limit: 20, status } }),
     // Every second while a job on the page runs; otherwise now and then.
     refetchInterval: (query) => (query.state.data?.data.some((job) => ACTIVE_JOB.has(job.status)) ? 1000 : 10_000),
   });
@@ -77,7 +77,7 @@ export function BulkJobsPage() {
           </li>
         ))}
       </ul>
-      {jobs.data ? <Pager label="Bulk jobs" page={page} limit={jobs.data.meta.limit} total={jobs.data.meta.total} onPage={setPage} /> : null}
+      {jobs.data ? <Pager label="Bulk jobs" page={page} limit={jobs.data.meta.limit} total={jobs.data.meta.total} totalExact={jobs.data.meta.totalExact} hasNext={jobs.data.meta.nextCursor !== null} onPage={setPage} /> : null}
     </section>
   );
 }

@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../api';
-import type { Message, Page } from '../types';
+import type { Listing, Message } from '../types';
 import { ConfirmButton, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time } from '../ui';
 
 const STATUSES = ['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'];
@@ -19,7 +19,7 @@ export function MessagesPage() {
 
   const messages = useQuery({
     queryKey: ['messages', { status, to, jobId, page }],
-    queryFn: () => api<Page<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, page, limit: 25 } }),
+    queryFn: () => api<Listing<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, page, limit: 25 } }),
     // Statuses move on their own (receipts): keep the page current while some still can.
     refetchInterval: (query) => (query.state.data?.data.some((message) => MOVING.has(message.status)) ? 3000 : 15_000),
   });
@@ -123,7 +123,7 @@ export function MessagesPage() {
           </table>
         </div>
       ) : null}
-      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} onPage={setPage} /> : null}
+      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} totalExact={messages.data.meta.totalExact} hasNext={messages.data.meta.nextCursor !== null} onPage={setPage} /> : null}
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api';
-import type { One, Page, Webhook, WebhookDelivery } from '../types';
+import type { Listing, One, Page, Webhook, WebhookDelivery } from '../types';
 import { ConfirmButton, CopyButton, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
 
 const EVENT_TYPES = ['message.received', 'message.status', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled'];
@@ -188,7 +188,7 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
   const client = useQueryClient();
   const deliveries = useQuery({
     queryKey: ['webhooks', 'deliveries', webhookId],
-    queryFn: () => api<Page<WebhookDelivery>>(`/webhooks/${webhookId}/deliveries`, { query: { limit: 20 } }),
+    queryFn: () => api<Listing<WebhookDelivery>>(`/webhooks/${webhookId}/deliveries`, { query: { limit: 20 } }),
     // Pending deliveries settle within seconds: watch them.
     refetchInterval: (query) => (query.state.data?.data.some((delivery) => delivery.status === 'PENDING') ? 1500 : 10_000),
   });

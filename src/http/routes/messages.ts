@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { IdempotencyService } from '../../domain/idempotency.js';
 import type { BulkJobService, MessageService } from '../../domain/messages.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdParams, ListingQuery, NullableTimestamp, successData, successListing, Timestamp } from '../schemas.js';
 
 const MessageStatus = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
 const MessageType = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' });
@@ -141,7 +141,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
         summary: 'List messages (newest first), sent and received',
         querystring: Type.Object(
           {
-            ...PageQuery,
+            ...ListingQuery,
             status: Type.Optional(MessageStatus),
             jobId: Type.Optional(Type.String({ maxLength: 100 })),
             to: Type.Optional(Type.String({ maxLength: 40, description: 'The other party: recipient, or sender of an incoming message' })),
@@ -150,7 +150,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
           },
           { additionalProperties: false },
         ),
-        response: { 200: successPage(MessageSchema), ...errorResponses('FORBIDDEN') },
+        response: { 200: successListing(MessageSchema), ...errorResponses('FORBIDDEN') },
       },
     },
     async (request) => {
@@ -166,13 +166,13 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       schema: {
         tags: ['bulk jobs'],
         summary: 'List bulk jobs (newest first)',
-        querystring: Type.Object({ ...PageQuery, status: Type.Optional(JobStatus) }, { additionalProperties: false }),
-        response: { 200: successPage(BulkJobSchema), ...errorResponses('FORBIDDEN') },
+        querystring: Type.Object({ ...ListingQuery, status: Type.Optional(JobStatus) }, { additionalProperties: false }),
+        response: { 200: successListing(BulkJobSchema), ...errorResponses('FORBIDDEN') },
       },
     },
     async (request) => {
-      const { page = 1, limit = 50, status } = request.query;
-      return { success: true as const, ...(await bulkJobs.list(auth(request).accountId, { page, limit, status })) };
+      const { page = 1, limit = 50, cursor, status } = request.query;
+      return { success: true as const, ...(await bulkJobs.list(auth(request).accountId, { page, limit, cursor, status })) };
     },
   );
 

@@ -10,7 +10,7 @@ import {
 } from '../../domain/webhooks.js';
 import { EVENT_TYPES } from '../../domain/events.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, NullableTimestamp, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';
 
 const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES] });
@@ -209,13 +209,13 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         tags: ['webhooks'],
         summary: 'The delivery log of an endpoint (newest first), with the latest attempts of each delivery',
         params: IdParams,
-        querystring: Type.Object({ ...BoundedPageQuery, status: Type.Optional(DeliveryStatusSchema) }, { additionalProperties: false }),
-        response: { 200: successPage(DeliverySchema), ...errorResponses(...WEBHOOK_ERRORS) },
+        querystring: Type.Object({ ...ListingQuery, status: Type.Optional(DeliveryStatusSchema) }, { additionalProperties: false }),
+        response: { 200: successListing(DeliverySchema), ...errorResponses(...WEBHOOK_ERRORS) },
       },
     },
     async (request) => {
-      const { page = 1, limit = 50, status } = request.query;
-      return { success: true as const, ...(await webhooks.deliveries(auth(request).accountId, request.params.id, { page, limit, status })) };
+      const { page = 1, limit = 50, cursor, status } = request.query;
+      return { success: true as const, ...(await webhooks.deliveries(auth(request).accountId, request.params.id, { page, limit, cursor, status })) };
     },
   );
 

@@ -1,0 +1,268 @@
+/**
+ * Listings at a million rows, on PostgreSQL: one account with a webhook endpoint that has
+ * 1,000,000 deliveries (each with its event and one attempt) and 1,000,000 messages, seeded by
+ * set-based SQL and then vacuumed and analysed as autovacuum would leave a settled table.
+ *
+ * Over HTTP to the API process (`serve --role api`, a child process), LATENCY_CONNECTIONS
+ * connections in a closed loop, p95 latency of:
+ *   GET /webhooks/:id/deliveries  page 1, page 100 (by offset) and a cursor page 900,000 rows deep
+ *   GET /messages                 the same three
+ * each target <= 200 ms, at limit 100 (the largest page). The offset page as deep as that cursor
+ * is timed once and reported for information: offset cost grows with depth, a cursor's does not.
+ * So are filtered page-1 requests (2% of the rows FAILED; a `to` that matches nothing), whose cost
+ * grows with the rows a rare value leaves to read.
+ *
+ * Before timing, every answer is checked against an independent query (ids of page 1, page 100,
+ * the cursor page) and meta against the count cap, so a fast wrong answer cannot pass.
+ * The database (waygate_bench_listings) is created anew on each run and dropped at the end.
+ */
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/client.js';
+import { runMigrations } from '../src/db/migrate.js';
+import { AccountService } from '../src/domain/accounts.js';
+import { TokenService } from '../src/domain/tokens.js';
+import { startServer } from '../src/server.js';
+import { benchDatabaseUrl } from './lib/bench-database.js';
+import { runLoad, type LoadResult } from './lib/load.js';
+import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
+import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
+import { api, dropDatabase, recreateDatabase } from './lib/tenant.js';
+import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+const ROWS = Number(process.env.BENCH_LISTING_ROWS ?? 1_000_000);
+const LIMIT = 100;
+const DEEP_PAGE = 100;
+/** Rows skipped before the cursor page: nine tenths of the table. */
+const CURSOR_DEPTH = Math.floor((ROWS * 0.9) / LIMIT) * LIMIT;
+const TARGET_P95_MS = 200;
+const LATENCY_CONNECTIONS = 4;
+const COUNT_CAP = loadConfig({}).listingCountCap;
+
+interface ServerInput {
+  databaseUrl: string;
+}
+interface ServerInfo {
+  origin: string;
+}
+
+/** Runs in the server process: the API as `waygate serve --role api` starts it. */
+export async function startListingBenchServer(input: ServerInput): Promise<StartedServers<ServerInfo>> {
+  const config = loadConfig({
+    DATABASE_URL: input.databaseUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    NETWORK: 'sandbox',
+    ALLOW_PRIVATE_URLS: 'true',
+  });
+  const server = await startServer(config, 'api');
+  return { info: { origin: server.address!.replace('localhost', '127.0.0.1') }, close: () => server.stop() };
+}
+
+/** Migrates and creates the account with its token, through the product's services. */
+async function makeAccount(databaseUrl: string): Promise<{ accountId: string; token: string }> {
+  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
+  try {
+    await runMigrations(database);
+    const { accountId } = await new AccountService(database).createAccount({ email: 'listings-bench@waygate.test', password: 'benchmark password', plan: 'unlimited' });
+    const { token } = await new TokenService(database).create(accountId, { name: 'bench' });
+    return { accountId, token };
+  } finally {
+    await database.close();
+  }
+}
+
+async function seedRows(client: pg.Client, accountId: string, endpointId: string, deviceId: string): Promise<void> {
+  const step = async (what: string, sql: string, params: unknown[] = []) => {
+    const started = Date.now();
+    await client.query(sql, params);
+    console.log(`  ${what}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  };
+  // Four rows share each millisecond timestamp, so the order's tie-break on id is exercised.
+  await step(
+    `${ROWS.toLocaleString('en')} events`,
+    `INSERT INTO events (id, account_id, seq, type, data, created_at)
+     SELECT 'evt_' || lpad(g::text, 26, '0'), $1, g, 'message.status', jsonb_build_object('n', g),
+            now() - ((($2 - g) / 4) * interval '1 second')
+       FROM generate_series(1, $2) AS g`,
+    [accountId, ROWS],
+  );
+  await step('account event_seq', 'UPDATE accounts SET event_seq = $2 WHERE id = $1', [accountId, ROWS]);
+  await step(
+    `${ROWS.toLocaleString('en')} deliveries`,
+    `INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, status, attempts, last_status_code, last_error, created_at, delivered_at)
+     SELECT 'whd_' || lpad(g::text, 26, '0'), $1, $2, 'evt_' || lpad(g::text, 26, '0'),
+            CASE WHEN g % 50 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END, 1,
+            CASE WHEN g % 50 = 0 THEN 500 ELSE 204 END, CASE WHEN g % 50 = 0 THEN 'HTTP 500' END,
+            now() - ((($3 - g) / 4) * interval '1 second'),
+            CASE WHEN g % 50 <> 0 THEN now() - ((($3 - g) / 4) * interval '1 second') + interval '20 ms' END
+       FROM generate_series(1, $3) AS g`,
+    [accountId, endpointId, ROWS],
+  );
+  await step(
+    `${ROWS.toLocaleString('en')} attempts`,
+    `INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
+     SELECT 'whd_' || lpad(g::text, 26, '0'), now() - ((($1 - g) / 4) * interval '1 second') + interval '20 ms',
+            CASE WHEN g % 50 = 0 THEN 500 ELSE 204 END, 20, NULL, CASE WHEN g % 50 = 0 THEN 'HTTP 500' END
+       FROM generate_series(1, $1) AS g`,
+    [ROWS],
+  );
+  await step(
+    `${ROWS.toLocaleString('en')} messages`,
+    `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, attempts, created_at, queued_at, sent_at)
+     SELECT 'msg_' || lpad(g::text, 26, '0'), $1, $2, 'out', '62812' || lpad((g % 10000000)::text, 7, '0'), 'TEXT',
+            'Listing bench message ' || g, CASE WHEN g % 50 = 0 THEN 'FAILED' ELSE 'SENT' END, 'BENCH' || g, 1,
+            now() - ((($3 - g) / 4) * interval '1 second'), now() - ((($3 - g) / 4) * interval '1 second'),
+            now() - ((($3 - g) / 4) * interval '1 second') + interval '50 ms'
+       FROM generate_series(1, $3) AS g`,
+    [accountId, deviceId, ROWS],
+  );
+  await step('VACUUM ANALYZE', 'VACUUM ANALYZE events, webhook_deliveries, webhook_attempts, messages');
+}
+
+interface ListingBody {
+  data: { id: string }[];
+  meta: { total: number; totalExact: boolean; page: number; limit: number; nextCursor: string | null };
+}
+
+/** The ids of rows offset..offset+LIMIT in the listing's order, straight from the table. */
+async function expectedIds(client: pg.Client, table: string, column: string, key: string, offset: number): Promise<string[]> {
+  const rows = await client.query<{ id: string }>(
+    `SELECT id FROM ${table} WHERE ${column} = $1 ORDER BY created_at DESC, id DESC LIMIT ${LIMIT} OFFSET ${offset}`,
+    [key],
+  );
+  return rows.rows.map((row) => row.id);
+}
+
+function sameIds(body: ListingBody, expected: string[]): boolean {
+  return body.data.length === expected.length && body.data.every((row, i) => row.id === expected[i]);
+}
+
+interface Case {
+  label: string;
+  path: string;
+}
+
+export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
+  const base = new URL(benchDatabaseUrl());
+  base.pathname = '/waygate_bench_listings';
+  const databaseUrl = base.toString();
+  console.log(`Recreating ${databaseUrl} …`);
+  await recreateDatabase(databaseUrl);
+  const checks: Check[] = [];
+  const results: Record<string, unknown> = { rows: ROWS, limit: LIMIT, connections: LATENCY_CONNECTIONS, countCap: COUNT_CAP };
+  let server: ServerProcess<ServerInfo> | undefined;
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'waygate-bench-listings' });
+  try {
+    const { accountId, token } = await makeAccount(databaseUrl);
+    server = await startServerProcess<ServerInput, ServerInfo>(THIS_FILE, 'startListingBenchServer', { databaseUrl });
+    const origin = server.info.origin;
+    const endpoint = await api<{ data: { id: string } }>(origin, token, 'POST', '/webhooks', { url: 'http://127.0.0.1:9/bench', active: false });
+    if (endpoint.status !== 201) throw new Error(`POST /webhooks answered ${endpoint.status}: ${JSON.stringify(endpoint.json)}`);
+    const device = await api<{ data: { id: string } }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
+    if (device.status !== 201) throw new Error(`POST /devices answered ${device.status}: ${JSON.stringify(device.json)}`);
+    const endpointId = endpoint.json.data.id;
+    await client.connect();
+    console.log(`Seeding ${ROWS.toLocaleString('en')} deliveries and messages …`);
+    await seedRows(client, accountId, endpointId, device.json.data.id);
+
+    const listings = [
+      { name: 'deliveries', route: `/webhooks/${endpointId}/deliveries`, table: 'webhook_deliveries', column: 'endpoint_id', key: endpointId, filters: ['status=FAILED'] },
+      // 2% FAILED; no message goes to that number, so its filter reads every row of the account.
+      { name: 'messages', route: '/messages', table: 'messages', column: 'account_id', key: accountId, filters: ['status=FAILED', 'to=6289999999999'] },
+    ];
+    for (const listing of listings) {
+      const get = async (query: string) => {
+        const started = performance.now();
+        const answer = await api<ListingBody>(origin, token, 'GET', `${listing.route}?limit=${LIMIT}${query}`);
+        if (answer.status !== 200) throw new Error(`GET ${listing.route}${query} answered ${answer.status}: ${JSON.stringify(answer.json)}`);
+        return { body: answer.json, ms: performance.now() - started };
+      };
+      // Correctness first: the answers the timed requests will get, against the table itself.
+      const first = await get('&page=1');
+      const deep = await get(`&page=${DEEP_PAGE}`);
+      const beforeDeep = await get(`&page=${DEEP_PAGE - 1}`);
+      const viaCursor = await get(`&cursor=${beforeDeep.body.meta.nextCursor}`);
+      const deepOffsetPage = CURSOR_DEPTH / LIMIT;
+      const deepOffset = await get(`&page=${deepOffsetPage}`);
+      const deepCursor = deepOffset.body.meta.nextCursor;
+      if (!deepCursor) throw new Error(`page ${deepOffsetPage} of ${listing.name} has no nextCursor`);
+      const cursorPage = await get(`&cursor=${deepCursor}`);
+      const correct =
+        sameIds(first.body, await expectedIds(client, listing.table, listing.column, listing.key, 0)) &&
+        sameIds(deep.body, await expectedIds(client, listing.table, listing.column, listing.key, (DEEP_PAGE - 1) * LIMIT)) &&
+        sameIds(viaCursor.body, deep.body.data.map((row) => row.id)) &&
+        viaCursor.body.meta.page === DEEP_PAGE &&
+        sameIds(cursorPage.body, await expectedIds(client, listing.table, listing.column, listing.key, CURSOR_DEPTH)) &&
+        cursorPage.body.meta.page === deepOffsetPage + 1;
+      const capped = ROWS > COUNT_CAP ? first.body.meta.total === COUNT_CAP && !first.body.meta.totalExact : first.body.meta.total === ROWS && first.body.meta.totalExact;
+      checks.push({
+        metric: `${listing.name}: page 1, page ${DEEP_PAGE}, cursor pages match the table; meta.total`,
+        measured: `${correct ? 'match' : 'MISMATCH'}; total ${first.body.meta.total.toLocaleString('en')}, totalExact ${first.body.meta.totalExact}`,
+        target: ROWS > COUNT_CAP ? `match; total ${COUNT_CAP.toLocaleString('en')}, totalExact false` : 'match; exact total',
+        pass: correct && capped,
+      });
+
+      const cases: Case[] = [
+        { label: 'page 1', path: `${listing.route}?limit=${LIMIT}&page=1` },
+        { label: `page ${DEEP_PAGE} (offset ${((DEEP_PAGE - 1) * LIMIT).toLocaleString('en')})`, path: `${listing.route}?limit=${LIMIT}&page=${DEEP_PAGE}` },
+        { label: `cursor page ${CURSOR_DEPTH.toLocaleString('en')} rows deep`, path: `${listing.route}?limit=${LIMIT}&cursor=${deepCursor}` },
+      ];
+      for (const item of cases) {
+        console.log(`${listing.name}: ${item.label} …`);
+        const load: LoadResult = await runLoad({
+          title: `${listing.name} ${item.label}`,
+          origin,
+          requests: [{ path: item.path }],
+          headers: { 'x-api-key': token },
+          connections: LATENCY_CONNECTIONS,
+          durationSeconds: options.durationSeconds,
+          warmupSeconds: options.warmupSeconds,
+        });
+        results[`${listing.name} ${item.label}`] = load;
+        const clean = load.non2xx === 0 && load.errors === 0 && load.timeouts === 0 && load.responses > 0;
+        checks.push({
+          metric: `${listing.name} ${item.label}: p95`,
+          measured: `${load.latencyMs.p95} ms (p50 ${load.latencyMs.p50}, ${load.requestsPerSecond}/s${clean ? '' : `, ${load.non2xx} non-2xx, ${load.errors} errors`})`,
+          target: `<= ${TARGET_P95_MS} ms`,
+          pass: clean && load.latencyMs.p95 <= TARGET_P95_MS,
+        });
+      }
+      // Filters narrow the rows without an index of their own: the page and the capped count scan
+      // the listing's index (or the table) until they have found enough, so a rare value costs
+      // more. Reported, not judged.
+      for (const filter of listing.filters) {
+        const load = await runLoad({
+          title: `${listing.name} ${filter}`,
+          origin,
+          requests: [{ path: `${listing.route}?limit=${LIMIT}&${filter}` }],
+          headers: { 'x-api-key': token },
+          connections: LATENCY_CONNECTIONS,
+          durationSeconds: Math.min(options.durationSeconds, 5),
+          warmupSeconds: Math.min(options.warmupSeconds, 1),
+        });
+        results[`${listing.name} ${filter}`] = load;
+        checks.push({ metric: `${listing.name} ?${filter} page 1: p95 (info)`, measured: `${load.latencyMs.p95} ms (p50 ${load.latencyMs.p50}, ${load.non2xx} non-2xx)`, target: '', pass: undefined });
+      }
+      checks.push({
+        metric: `${listing.name} page ${deepOffsetPage.toLocaleString('en')} by offset, once (info)`,
+        measured: `${deepOffset.ms.toFixed(0)} ms (the same rows by cursor: ${cursorPage.ms.toFixed(0)} ms)`,
+        target: '',
+        pass: undefined,
+      });
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+    await server?.stop();
+    await dropDatabase(databaseUrl);
+  }
+
+  console.log(`\n${formatTable(checks)}\n`);
+  const file = await writeResults('listings', { at: new Date().toISOString(), checks, results });
+  console.log(`Results written to ${file}`);
+  return { passed: allPassed(checks) };
+}
