@@ -60,6 +60,7 @@ export async function createTestApp(
   const config = loadConfig({
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_MINUTE: '100000',
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: '100000',
     SANDBOX_RECEIPT_MS: '50',
     SEND_WAIT_MS: '5000',
     LEASE_MS: '3000',
