@@ -32,7 +32,7 @@ import { errorHandlingOptions, installErrorHandler } from './http/error-handler.
 import { installRateLimit } from './http/rate-limit.js';
 import { docsCsp, installSecurityHeaders } from './http/security-headers.js';
 import { installMetrics } from './metrics.js';
-import { redactUrl } from './http/redact.js';
+import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
@@ -122,9 +122,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       headersTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))),
     },
-    // Long path segments reach the schemas (ids have at most 100 characters: a 400 naming the
-    // field); beyond this the router itself answers 414.
-    maxParamLength: 1_000,
+    routerOptions: {
+      // Long path segments reach the schemas (ids have at most 100 characters: a 400 naming the
+      // field); beyond this the router itself answers 414.
+      maxParamLength: 1_000,
+      // The same parser reads the token and redacts it from log lines.
+      querystringParser: parseQuery,
+    },
     ...errorHandlingOptions(newRequestId),
   }).withTypeProvider<TypeBoxTypeProvider>();
 

@@ -11,6 +11,7 @@ import { openDatabase, type Database } from './db/client.js';
 import { DataDirLockedError } from './db/data-dir-lock.js';
 import { runMigrations } from './db/migrate.js';
 import { AccountService } from './domain/accounts.js';
+import { MAX_PAGE_SIZE } from './domain/contacts.js';
 import { TokenService } from './domain/tokens.js';
 import { AppError } from './errors.js';
 import { startServer } from './server.js';
@@ -142,7 +143,13 @@ async function main(argv: string[]): Promise<number> {
     case 'tokens list':
       return withDatabase(config, async (database) => {
         const accountId = await accountIdFor(database, need(values, 'email'));
-        const tokens = await new TokenService(database).list(accountId);
+        const service = new TokenService(database);
+        const tokens = [];
+        for (let page = 1; ; page++) {
+          const { data, meta } = await service.list(accountId, { page, limit: MAX_PAGE_SIZE });
+          tokens.push(...data);
+          if (page * meta.limit >= meta.total || data.length === 0) break;
+        }
         for (const t of tokens) {
           const state = t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt <= new Date() ? 'expired' : 'active';
           console.log(

@@ -107,7 +107,8 @@ export function errorHandlingOptions(newRequestId: () => string): Pick<FastifySe
       if (error.code === 'ECONNRESET' || socket.destroyed) return;
       const { code, message } = clientErrorOf(error);
       const requestId = newRequestId();
-      this.log.debug({ err: error, requestId }, 'client error');
+      // Not the error object: Node attaches the raw request bytes to it, query token included.
+      this.log.debug({ code: error.code, requestId }, `client error: ${error.message}`);
       if (socket.writable) {
         const status = codeToStatus(code);
         const body = JSON.stringify(errorBody(requestId, code, message));
