@@ -30,7 +30,7 @@ import { installAuth } from './http/auth.js';
 import { dashboardPlugin } from './http/dashboard/plugin.js';
 import { errorHandlingOptions, installErrorHandler } from './http/error-handler.js';
 import { installRateLimit } from './http/rate-limit.js';
-import { docsCsp, installSecurityHeaders } from './http/security-headers.js';
+import { docsCsp, installSecurityHeaders, securityHeaders } from './http/security-headers.js';
 import { installMetrics } from './metrics.js';
 import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -100,6 +100,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const ownServices = options.services === undefined;
   const services = options.services ?? createServices(database, config);
 
+  const decorate = securityHeaders({ publicUrl: config.publicUrl });
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -129,13 +130,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       // The same parser reads the token and redacts it from log lines.
       querystringParser: parseQuery,
     },
-    ...errorHandlingOptions(newRequestId),
+    ...errorHandlingOptions(newRequestId, decorate),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(createValidatorCompiler());
   app.decorateRequest('auth', null);
   app.decorateRequest('authError', null);
-  installSecurityHeaders(app, { publicUrl: config.publicUrl });
+  installSecurityHeaders(app, decorate);
   installErrorHandler(app);
   const registry = installMetrics(app, database);
 

@@ -11,6 +11,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { AppError, codeToStatus, type ErrorCode, type ErrorDetails, type FieldError } from '../errors.js';
+import { BASE_SECURITY_HEADERS, DATA_CSP, type HeaderDecorator } from './security-headers.js';
 
 interface AjvError {
   instancePath?: string;
@@ -42,14 +43,24 @@ function messageOf(error: AjvError): string {
 }
 
 export function validationDetails(error: FastifyError): FieldError[] {
+  const errors = (error.validation ?? []) as AjvError[];
+  // A choice of literals (TypeBox's Enum and Union of Literals: anyOf of const) fails with one
+  // "const" line per branch: together they are the allowed values.
+  const allowed = new Map<string, unknown[]>();
+  for (const item of errors) {
+    if (item.keyword !== 'const') continue;
+    const field = fieldOf(error.validationContext, item);
+    allowed.set(field, [...(allowed.get(field) ?? []), item.params?.allowedValue]);
+  }
   const seen = new Set<string>();
   const details: FieldError[] = [];
-  for (const item of (error.validation ?? []) as AjvError[]) {
+  for (const item of errors) {
     // anyOf/oneOf produce one line per branch plus a summary; keep the first line per field.
     const field = fieldOf(error.validationContext, item);
     if (seen.has(field)) continue;
     seen.add(field);
-    details.push({ field, message: messageOf(item) });
+    const choices = allowed.get(field);
+    details.push({ field, message: choices && choices.length > 1 ? `must be one of: ${choices.map(String).join(', ')}` : messageOf(item) });
   }
   return details;
 }
@@ -95,13 +106,26 @@ function clientErrorOf(error: NodeJS.ErrnoException): { code: ErrorCode; message
   }
 }
 
+/** The headers of an answer written straight to the socket. */
+const RAW_HEADERS = Object.entries({ ...BASE_SECURITY_HEADERS, 'content-security-policy': DATA_CSP })
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
+
 /**
  * The Fastify options that route pre-route and pre-request failures through here: pass them to
- * Fastify(). `newRequestId` names the answer like any other (no request object exists yet).
+ * Fastify(). `newRequestId` names a socket-level answer (no request object exists yet);
+ * `decorate` adds the headers that answers outside the hooks would otherwise miss.
  */
-export function errorHandlingOptions(newRequestId: () => string): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler'> {
+export function errorHandlingOptions(
+  newRequestId: () => string,
+  decorate: HeaderDecorator,
+): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler'> {
   return {
-    frameworkErrors: (error, request, reply) => respondToError(error as FastifyError, request, reply),
+    // The router's refusals run outside the route hooks (no onSend): their headers are set here.
+    frameworkErrors: (error, request, reply) => {
+      decorate(request, reply);
+      return respondToError(error as FastifyError, request, reply);
+    },
     clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket) {
       // A reset connection has nobody left to answer.
       if (error.code === 'ECONNRESET' || socket.destroyed) return;
@@ -109,12 +133,14 @@ export function errorHandlingOptions(newRequestId: () => string): Pick<FastifySe
       const requestId = newRequestId();
       // Not the error object: Node attaches the raw request bytes to it, query token included.
       this.log.debug({ code: error.code, requestId }, `client error: ${error.message}`);
-      if (socket.writable) {
+      // Write only where no answer has begun (Node's own rule), so a reply is never cut into.
+      const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+      if (socket.writable && !answering) {
         const status = codeToStatus(code);
         const body = JSON.stringify(errorBody(requestId, code, message));
         socket.write(
           `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+            `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${RAW_HEADERS}Connection: close\r\n\r\n${body}`,
         );
       }
       socket.destroy(error);

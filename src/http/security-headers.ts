@@ -5,7 +5,7 @@
  * to load or run. Strict-Transport-Security goes out when the service is reached over TLS (the
  * socket, a trusted proxy's X-Forwarded-Proto, or an https PUBLIC_URL).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const BASE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
@@ -27,12 +27,20 @@ export function docsCsp(policy: string): string {
     .trim();
 }
 
-export function installSecurityHeaders(app: FastifyInstance, options: { publicUrl: string }): void {
+/** Sets the request id and the security headers an answer has not set itself. */
+export type HeaderDecorator = (request: FastifyRequest, reply: FastifyReply) => void;
+
+export function securityHeaders(options: { publicUrl: string }): HeaderDecorator {
   const alwaysTls = options.publicUrl.startsWith('https://');
-  app.addHook('onSend', async (request, reply) => {
+  return (request, reply) => {
     reply.header('x-request-id', request.id);
     for (const [name, value] of Object.entries(BASE_SECURITY_HEADERS)) if (!reply.hasHeader(name)) reply.header(name, value);
     if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', DATA_CSP);
     if (alwaysTls || request.protocol === 'https') reply.header('strict-transport-security', HSTS);
-  });
+  };
+}
+
+/** On every answer that passes through Fastify's hooks (frameworkErrors answers get it from the error handler). */
+export function installSecurityHeaders(app: FastifyInstance, decorate: HeaderDecorator): void {
+  app.addHook('onSend', async (request, reply) => decorate(request, reply));
 }
