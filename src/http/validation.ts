@@ -16,6 +16,7 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
  * C0 controls except tab, line feed and carriage return (text may have lines), DEL, C1 controls,
  * and UTF-16 surrogates without their pair.
  */
+// eslint-disable-next-line no-control-regex -- finding control characters is this rule's purpose
 const UNSAFE_TEXT = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export const UNSAFE_TEXT_MESSAGE = 'must not contain control characters (other than tab and line breaks) or unpaired surrogates';
