@@ -4,14 +4,13 @@
  * floods, a narrow token revoking a strong one, framework and Node-level errors in the documented
  * body, proxy trust, security headers, and media URL schemes.
  */
-import net from 'node:net';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { DashboardSessionService } from '../src/domain/dashboard-sessions.js';
-import { createTenant, createTestApp, expectError, type ErrorBody, type TestContext } from './helpers.js';
+import { createTenant, createTestApp, expectError, rawExchange, type ErrorBody, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
 const logLines: string[] = [];
@@ -398,23 +397,4 @@ async function listeningApp(env: Record<string, string>): Promise<{ app: Fastify
   const app = await appWith(env);
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, close: () => app.close() };
-}
-
-/** Writes raw bytes and reads until the server closes the connection (or 15 s pass). */
-function rawExchange(app: FastifyInstance, request: string): Promise<{ text: string; body: string; closed: boolean }> {
-  const { port } = app.server.address() as net.AddressInfo;
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let text = '';
-    const finish = (closed: boolean) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ text, body: text.slice(text.indexOf('\r\n\r\n') + 4), closed });
-    };
-    const timer = setTimeout(() => finish(false), 15_000);
-    socket.on('data', (chunk) => (text += chunk.toString()));
-    socket.on('close', () => finish(true));
-    socket.on('error', () => undefined);
-    socket.write(request);
-  });
 }
