@@ -116,6 +116,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     trustProxy: config.trustProxy === false ? false : config.trustProxy,
     // Headers and body must arrive within requestTimeout; Node checks every connection on an
     // interval, so it is kept well under the timeout to cut a stalled request promptly.
+    // connectionTimeout stays off: an answer may rightly take long (a direct send waits for the
+    // network's acknowledgement, an event stream stays open), and idle keep-alive sockets are
+    // closed by keepAliveTimeout.
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     http: {
