@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { DashboardSessionService } from '../src/domain/dashboard-sessions.js';
+import { RATE_SYNC_MS } from '../src/http/rate-limit.js';
 import { createTenant, createTestApp, expectError, rawExchange, type ErrorBody, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
@@ -238,14 +239,22 @@ describe('unauthenticated traffic (finding 6)', () => {
     if (limited.database.kind !== 'postgres') test.skip();
     const second = await buildApp({ config: limited.config, database: limited.database, services: limited.services });
     await second.ready();
+    // Only Date is faked: moving it past RATE_SYNC_MS makes an instance write its count and read
+    // the shared one before its next decision, without sleeping.
+    vi.useFakeTimers({ toFake: ['Date'] });
     try {
       const address = '203.0.113.60';
       const via = (app: FastifyInstance) => app.inject({ method: 'GET', url: '/contacts', remoteAddress: address });
-      for (let i = 0; i < 60; i++) expect((await via(limited.app)).statusCode).toBe(401);
-      for (let i = 0; i < 60; i++) expect((await via(second)).statusCode).toBe(401);
+      for (let i = 0; i < 59; i++) expect((await via(limited.app)).statusCode).toBe(401);
+      vi.setSystemTime(Date.now() + RATE_SYNC_MS);
+      // This one writes the first instance's whole count: 60 in the database.
+      expect((await via(limited.app)).statusCode).toBe(401);
+      for (let i = 0; i < 60; i++) expect((await via(second)).statusCode, `request ${61 + i}`).toBe(401);
       expectError(await via(second), 429, 'RATE_LIMITED');
+      vi.setSystemTime(Date.now() + RATE_SYNC_MS);
       expectError(await via(limited.app), 429, 'RATE_LIMITED');
     } finally {
+      vi.useRealTimers();
       await second.close();
     }
   });
