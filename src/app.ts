@@ -113,7 +113,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     genReqId: newRequestId,
     requestIdHeader: false,
     // Only the configured proxies may name the client's address and protocol (TRUST_PROXY).
-    trustProxy: config.trustProxy === false ? false : config.trustProxy,
+    trustProxy: config.trustProxy,
     // Headers and body must arrive within requestTimeout; Node checks every connection on an
     // interval, so it is kept well under the timeout to cut a stalled request promptly.
     // connectionTimeout stays off: an answer may rightly take long (a direct send waits for the

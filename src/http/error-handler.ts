@@ -12,6 +12,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { AppError, codeToStatus, type ErrorCode, type ErrorDetails, type FieldError } from '../errors.js';
 import { BASE_SECURITY_HEADERS, DATA_CSP, type HeaderDecorator } from './security-headers.js';
+import { UNSAFE_TEXT } from './validation.js';
 
 interface AjvError {
   instancePath?: string;
@@ -154,6 +155,10 @@ function respondToError(error: FastifyError | AppError, request: FastifyRequest,
     return sendError(reply, request, error.code, error.message, error.details);
   }
   if (error.validation) {
+    // No id holds a control character: such an id names nothing.
+    if (error.validationContext === 'params' && (error.validation as AjvError[]).every((item) => item.keyword === UNSAFE_TEXT)) {
+      return sendError(reply, request, 'NOT_FOUND', `No such resource: ${request.url.split('?')[0]}`);
+    }
     const details = validationDetails(error);
     const first = details[0];
     const message = first ? `${first.field} ${first.message}` : 'The request is invalid';

@@ -1,30 +1,22 @@
 /**
  * Request validation: one ajv per kind of input (strict for JSON bodies, coercing for path and
  * query text), and one rule on top of every schema of every route: no string the API takes (path
- * ids, query values, body fields and object keys, at any depth) may hold a control character or
- * an unpaired surrogate, and no number may lie beyond ±(2^53 − 1) or be infinite. Such values
- * cannot be stored or compared faithfully (PostgreSQL refuses NUL in text and lone surrogates in
- * jsonb; bigint ends at 2^63), so they are a 400 VALIDATION_ERROR naming the field, never a 500.
+ * ids, query values, header values, JSON body fields and field names, at any depth) may hold what
+ * src/domain/text.ts refuses in any text (control characters other than tab and line breaks,
+ * unpaired surrogates), and no number may be infinite. PostgreSQL cannot store such values, so
+ * they are a 400 VALIDATION_ERROR naming the field (a path id: 404, no id holds them), never a
+ * 500. Ranges of numbers are each schema's own (an integer that reaches a bigint column has a
+ * maximum). A text body (a CSV file) is judged row by row by its importer instead.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { unsafeTextProblem } from '../domain/text.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
-/**
- * C0 controls except tab, line feed and carriage return (text may have lines), DEL, C1 controls,
- * and UTF-16 surrogates without their pair.
- */
-// eslint-disable-next-line no-control-regex -- finding control characters is this rule's purpose
-const UNSAFE_TEXT = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-export const UNSAFE_TEXT_MESSAGE = 'must not contain control characters (other than tab and line breaks) or unpaired surrogates';
-
-/** True when a string holds something the API refuses anywhere (see UNSAFE_TEXT). */
-export function hasUnsafeText(value: string): boolean {
-  return UNSAFE_TEXT.test(value);
-}
+/** The ajv keyword of the rule's errors (the error handler answers a path id that breaks it with 404). */
+export const UNSAFE_TEXT = 'unsafeText';
 
 const pointer = (path: string, key: string | number): string => `${path}/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
 
@@ -37,16 +29,16 @@ export function findUnsafeValue(data: unknown): ErrorObject | undefined {
   while (stack.length > 0) {
     const { value, path } = stack.pop()!;
     if (typeof value === 'string') {
-      if (hasUnsafeText(value)) return problem(path, 'unsafeText', UNSAFE_TEXT_MESSAGE);
+      const unsafe = unsafeTextProblem(value);
+      if (unsafe) return problem(path, UNSAFE_TEXT, unsafe);
     } else if (typeof value === 'number') {
-      if (!Number.isFinite(value) || Math.abs(value) > Number.MAX_SAFE_INTEGER) {
-        return problem(path, 'numberRange', `must be a finite number from -${Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`);
-      }
+      if (!Number.isFinite(value)) return problem(path, 'finite', 'must be a finite number');
     } else if (Array.isArray(value)) {
       for (let index = value.length - 1; index >= 0; index--) stack.push({ value: value[index], path: pointer(path, index) });
     } else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) {
-        if (hasUnsafeText(key)) return problem(path, 'unsafeText', `has a field name that ${UNSAFE_TEXT_MESSAGE}`);
+        const unsafe = unsafeTextProblem(key);
+        if (unsafe) return problem(path, UNSAFE_TEXT, `has a field name that ${unsafe}`);
         stack.push({ value: item, path: pointer(path, key) });
       }
     }
@@ -91,5 +83,9 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const bodyAjv = makeAjv(false);
   const paramAjv = makeAjv('array');
-  return ({ schema, httpPart }) => withValueRule((httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object));
+  return ({ schema, httpPart }) => {
+    const validate = (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object);
+    const textBody = httpPart === 'body' && (schema as { type?: unknown }).type === 'string';
+    return textBody ? validate : withValueRule(validate);
+  };
 }
