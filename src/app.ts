@@ -9,9 +9,6 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import rateLimit from '@fastify/rate-limit';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Database } from './db/client.js';
 import { migrationsApplied } from './db/migrate.js';
@@ -30,19 +27,21 @@ import { Lister } from './domain/listing.js';
 import { TokenService } from './domain/tokens.js';
 import { WebhookService } from './domain/webhooks.js';
 import { GuardedHttp } from './outbound/ssrf.js';
-import { AppError } from './errors.js';
 import { installAuth } from './http/auth.js';
 import { dashboardPlugin } from './http/dashboard/plugin.js';
-import { installErrorHandler } from './http/error-handler.js';
+import { errorHandlingOptions, installErrorHandler } from './http/error-handler.js';
+import { installRateLimit } from './http/rate-limit.js';
+import { docsCsp, installSecurityHeaders, securityHeaders } from './http/security-headers.js';
 import { installMetrics } from './metrics.js';
-import { redactUrl } from './http/redact.js';
+import { parseQuery, redactUrl } from './http/redact.js';
+import { createValidatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
 
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCount = 0;
-
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+/** Unique per process and cheap (a counter after a random prefix): only logs correlate by it. */
+const newRequestId = (): string => `req_${REQUEST_ID_PREFIX}${(++requestCount).toString(36)}`;
 
 export interface Services {
   bus: Bus;
@@ -98,17 +97,12 @@ export interface BuildAppOptions {
   logStream?: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>['stream'];
 }
 
-function makeAjv(coerceTypes: boolean | 'array'): Ajv {
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
-  addFormats(ajv);
-  return ajv;
-}
-
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config, database } = options;
   const ownServices = options.services === undefined;
   const services = options.services ?? createServices(database, config);
 
+  const decorate = securityHeaders({ publicUrl: config.publicUrl });
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -118,21 +112,36 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       },
     },
     bodyLimit: config.bodyLimitBytes,
-    // Unique per process and cheap (a counter after a random prefix): only logs correlate by it.
-    genReqId: () => `req_${REQUEST_ID_PREFIX}${(++requestCount).toString(36)}`,
+    genReqId: newRequestId,
     requestIdHeader: false,
-    trustProxy: true,
+    // Only the configured proxies may name the client's address and protocol (TRUST_PROXY).
+    trustProxy: config.trustProxy,
+    // Headers and body must arrive within requestTimeout; Node checks every connection on an
+    // interval, so it is kept well under the timeout to cut a stalled request promptly.
+    // connectionTimeout stays off: an answer may rightly take long (a direct send waits for the
+    // network's acknowledgement, an event stream stays open), and idle keep-alive sockets are
+    // closed by keepAliveTimeout.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))),
+    },
+    routerOptions: {
+      // Long path segments reach the schemas (ids have at most 100 characters: a 400 naming the
+      // field); beyond this the router itself answers 414.
+      maxParamLength: 1_000,
+      // The same parser reads the token and redacts it from log lines.
+      querystringParser: parseQuery,
+    },
+    ...errorHandlingOptions(newRequestId, decorate),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // Bodies are validated strictly (a string is not a number); query and path values arrive as
-  // text and are coerced to the schema's types.
-  const bodyAjv = makeAjv(false);
-  const paramAjv = makeAjv('array');
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
-
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
+  app.setValidatorCompiler(createValidatorCompiler());
+  app.decorateRequest('auth', null);
+  app.decorateRequest('authError', null);
+  installSecurityHeaders(app, decorate);
   installErrorHandler(app);
   const registry = installMetrics(app, database);
 
@@ -156,7 +165,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       security: [{ apiKey: [] }, { queryToken: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, transformStaticCSP: docsCsp });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes, {
@@ -166,27 +175,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-  // One limiter (one in-memory store) shared by / and /v1, keyed by account: the hook runs in
-  // the authenticated scope after the auth hook has resolved the account.
-  const limitRate = config.rateLimitPerMinute > 0;
-  if (limitRate) {
-    await app.register(rateLimit, {
-      global: false,
-      max: config.rateLimitPerMinute,
-      timeWindow: 60_000,
-      enableDraftSpec: true,
-      keyGenerator: (request) => request.auth?.accountId ?? request.ip,
-      errorResponseBuilder: (_request, context) =>
-        new AppError('RATE_LIMITED', `Too many requests: the limit is ${context.max} per minute; retry in ${Math.ceil(context.ttl / 1000)} s`, {
-          limit: context.max,
-          retryAfterSeconds: Math.ceil(context.ttl / 1000),
-        }),
-    });
-  }
+  // One limiter shared by / and /v1 and the dashboard (see rate-limit.ts).
+  const limit = options.apiRoutes !== false ? await installRateLimit(app, config, database) : undefined;
 
   const api = async (scope: FastifyInstance): Promise<void> => {
-    installAuth(scope, services.tokens);
-    if (limitRate) scope.addHook('onRequest', scope.rateLimit());
+    installAuth(scope, services.tokens, limit);
     await registerResourceRoutes(scope, services, database);
   };
   // A worker-only process serves just the ops routes (health, readiness, metrics).
@@ -194,7 +187,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await app.register(api);
     await app.register(api, { prefix: '/v1' });
     // The dashboard: the same resource routes behind a session cookie, and the built web app.
-    await app.register(dashboardPlugin, { config, database, services, limitRate });
+    await app.register(dashboardPlugin, { config, database, services, limit });
   }
 
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect(options.apiRoutes !== false ? '/dashboard/' : '/docs'));

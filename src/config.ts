@@ -3,6 +3,7 @@
  * a bad value stops the process with a message that names every offending variable.
  */
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export type NetworkKind = 'sandbox' | 'whatsapp';
@@ -33,6 +34,17 @@ export interface Config {
   allowPrivateUrls: boolean;
   /** Requests per minute per account on the public API; 0 disables the limiter. */
   rateLimitPerMinute: number;
+  /** Requests per minute per client address without a valid token or session; 0: not limited. */
+  anonymousRateLimitPerMinute: number;
+  /**
+   * Which peers may tell the client's address and protocol (X-Forwarded-For/-Proto): false (no
+   * one, the default) or addresses, CIDR ranges and proxy-addr's names (loopback, linklocal, uniquelocal).
+   */
+  trustProxy: false | string[];
+  /** How long a request's headers and body may take to arrive before the connection is cut (408). */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
   /** Largest accepted request body, in bytes. */
   bodyLimitBytes: number;
   /** Listings count their total exactly up to this many rows; past it they answer the cap with totalExact false. */
@@ -89,6 +101,18 @@ export function parseDuration(text: string): number | undefined {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** The names proxy-addr (Fastify's trustProxy) understands besides addresses and ranges. */
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -179,6 +203,18 @@ export function loadConfig(env: Env = process.env): Config {
       } else warmupDailyCaps = caps;
     }
   }
+  let trustProxy: false | string[] = false;
+  const trustRaw = str('TRUST_PROXY');
+  if (trustRaw !== undefined && !['false', 'off', 'no', '0', 'none'].includes(trustRaw.toLowerCase())) {
+    const entries = trustRaw.split(',').map((entry) => entry.trim()).filter(Boolean);
+    const bad = entries.filter((entry) => !PROXY_NAMES.has(entry) && !ipaddr.isValid(entry) && !isCidr(entry));
+    if (entries.length === 0 || bad.length > 0) {
+      problems.push(
+        `TRUST_PROXY must be off or a comma-separated list of proxy addresses, CIDR ranges or loopback/linklocal/uniquelocal (got "${trustRaw}")`,
+      );
+    } else trustProxy = entries;
+  }
+
   const whatsappWsUrl = str('WHATSAPP_WS_URL') ?? 'wss://web.whatsapp.com/ws/chat';
   if (!/^wss?:\/\/[^/\s]+/.test(whatsappWsUrl)) problems.push(`WHATSAPP_WS_URL must be a ws:// or wss:// URL (got "${whatsappWsUrl}")`);
   let waVersion: WhatsAppConfig['waVersion'] = 'auto';
@@ -211,6 +247,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
     allowPrivateUrls: bool('ALLOW_PRIVATE_URLS', false),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
+    anonymousRateLimitPerMinute: int('RATE_LIMIT_ANONYMOUS_PER_MINUTE', 120, 0, 10_000_000),
+    trustProxy,
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+    keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 72_000, 1_000, 600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     listingCountCap: int('LISTING_COUNT_CAP', 10_000, 1, 1_000_000),
     whatsapp: {

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import type { Database } from './db/client.js';
 import { runMigrations } from './db/migrate.js';
 import { AccountService } from './domain/accounts.js';
+import { MAX_PAGE_SIZE } from './domain/contacts.js';
 import { TokenService } from './domain/tokens.js';
 import { AppError } from './errors.js';
 
@@ -93,7 +94,13 @@ export async function runOperatorCommand(database: Database, command: string, va
     }
     case 'tokens list': {
       const accountId = await accountIdFor(database, need(values, 'email'));
-      const tokens = await new TokenService(database).list(accountId);
+      const service = new TokenService(database);
+      const tokens = [];
+      for (let page = 1; ; page++) {
+        const { data, meta } = await service.list(accountId, { page, limit: MAX_PAGE_SIZE });
+        tokens.push(...data);
+        if (page * meta.limit >= meta.total || data.length === 0) break;
+      }
       for (const t of tokens) {
         const state = t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt <= new Date() ? 'expired' : 'active';
         out.stdout([t.id, `${t.prefix}…${t.last4}`, state, JSON.stringify(t.name), t.createdAt.toISOString(), t.lastUsedAt?.toISOString() ?? 'never used'].join('\t'));

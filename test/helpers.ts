@@ -4,6 +4,7 @@
  * tests never share state.
  */
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
@@ -60,6 +61,7 @@ export async function createTestApp(
   const config = loadConfig({
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_MINUTE: '100000',
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: '100000',
     SANDBOX_RECEIPT_MS: '50',
     SEND_WAIT_MS: '5000',
     LEASE_MS: '3000',
@@ -138,4 +140,23 @@ export function expectError(response: LightMyRequestResponse, status: number, co
   expect(response.body).not.toMatch(/\bat .+\.(ts|js):\d+/);
   expect(response.headers['x-request-id']).toBe(body.requestId);
   return body;
+}
+
+/** Writes raw bytes to a listening app and reads until the server closes the connection (or 15 s pass). */
+export function rawExchange(app: FastifyInstance, request: string): Promise<{ text: string; body: string; closed: boolean }> {
+  const { port } = app.server.address() as net.AddressInfo;
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let text = '';
+    const finish = (closed: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text, body: text.slice(text.indexOf('\r\n\r\n') + 4), closed });
+    };
+    const timer = setTimeout(() => finish(false), 15_000);
+    socket.on('data', (chunk) => (text += chunk.toString()));
+    socket.on('close', () => finish(true));
+    socket.on('error', () => undefined);
+    socket.write(request);
+  });
 }

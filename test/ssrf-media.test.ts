@@ -81,6 +81,17 @@ describe('which addresses are public', () => {
       '::ffff:169.254.169.254',
       '2001:db8::1',
       'ff02::1',
+      // Deprecated IPv4-compatible (::a.b.c.d), site-local, discard, NAT64, 6to4 and Teredo forms.
+      '::127.0.0.1',
+      '::7f00:1',
+      '::10.0.0.1',
+      '::169.254.169.254',
+      '::8.8.8.8',
+      'fec0::1',
+      '100::1',
+      '64:ff9b::7f00:1',
+      '2002:7f00:1::1',
+      '2001::1',
       'not an address',
     ]) {
       expect(isPublicAddress(address), address).toBe(false);
@@ -103,7 +114,7 @@ describe('the guarded client', () => {
   });
 
   it('refuses literal private addresses, names that resolve to them, and other schemes, naming ALLOW_PRIVATE_URLS', async () => {
-    for (const url of [`${origin}/photo.png`, 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://169.254.169.254/', 'http://10.1.2.3/', 'http://100.64.0.1/']) {
+    for (const url of [`${origin}/photo.png`, 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::127.0.0.1]/', 'http://[::7f00:1]/', 'http://[fec0::1]/', 'http://169.254.169.254/', 'http://10.1.2.3/', 'http://100.64.0.1/']) {
       const error = await guarded.validate(url).then(
         () => undefined,
         (e: unknown) => e,

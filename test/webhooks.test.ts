@@ -271,7 +271,7 @@ describe('validation', () => {
 
   it('with the default config refuses private, loopback and link-local addresses, naming ALLOW_PRIVATE_URLS', async () => {
     const tenant = await createTenant(ctx);
-    for (const url of ['http://127.0.0.1:8080/', 'http://localhost/', 'http://[::1]/', 'http://10.0.0.1/', 'http://169.254.169.254/', 'http://[::ffff:127.0.0.1]/']) {
+    for (const url of ['http://127.0.0.1:8080/', 'http://localhost/', 'http://[::1]/', 'http://10.0.0.1/', 'http://169.254.169.254/', 'http://[::ffff:127.0.0.1]/', 'http://[::127.0.0.1]/', 'http://[::7f00:1]/', 'http://[fec0::1]/']) {
       const response = await call(ctx, tenant, 'POST', '/webhooks', { url });
       const detail = expectFieldError(response, 'url');
       expect(detail.message, url).toContain('ALLOW_PRIVATE_URLS');

@@ -1,4 +1,5 @@
 /** Contacts of an account: unique by phone number, searchable by name or phone digits. */
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters, unsafeTextProblem } from './text.js';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Database, PreparedStatement } from '../db/client.js';
 import { contacts } from '../db/schema.js';
@@ -38,14 +39,6 @@ export function escapeLike(text: string): string {
 
 export type NameCheck = { ok: true; name: string } | { ok: false; message: string };
 
-/** C0 control characters and DEL; NUL in particular cannot be stored in a Postgres text column. */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
-
-export function hasControlCharacters(text: string): boolean {
-  return CONTROL_CHARACTERS.test(text);
-}
-
 /**
  * Cleans a contact or group name: line breaks and tabs (a multi-line spreadsheet cell) become one
  * space, the ends are trimmed; it must then be non-empty, at most `max` characters and free of
@@ -55,7 +48,9 @@ export function checkName(input: string, max = MAX_NAME_LENGTH): NameCheck {
   const name = input.replace(/[\r\n\t]+/g, ' ').trim();
   if (name.length === 0) return { ok: false, message: 'must not be empty' };
   if (name.length > max) return { ok: false, message: `must have at most ${max} characters` };
-  if (hasControlCharacters(name)) return { ok: false, message: 'must not contain control characters' };
+  if (hasControlCharacters(name)) return { ok: false, message: CONTROL_CHARACTERS_MESSAGE };
+  const unsafe = unsafeTextProblem(name);
+  if (unsafe) return { ok: false, message: unsafe };
   return { ok: true, name };
 }
 

@@ -1,6 +1,6 @@
 /**
- * Dashboard users' sessions: sign-up, log-in (rate limited by failed attempts per email and per
- * address, counted in the database so every node sees them), log-out, and the lookup of a
+ * Dashboard users' sessions: sign-up, log-in (throttled per (email, client address) and per
+ * address, counted in the database so every node sees them; see admitAttempt), log-out, and the lookup of a
  * session from its cookie value. The cookie carries 32 random bytes; only their SHA-256 is
  * stored. Each session has its own CSRF token (synchronizer token), which state-changing
  * dashboard requests must echo in a header. With SESSION_SECRET set, the stored hash is an
@@ -31,12 +31,16 @@ export type SignupPolicy = 'first-user' | 'open';
 export interface SessionLimits {
   /** How long a session lasts from log-in. */
   sessionTtlMs: number;
-  /** Failed log-ins counted over this window. */
+  /** A throttle row is forgotten this long after its last attempt (the count starts again). */
   failureWindowMs: number;
-  /** Failed log-ins per email in the window before further attempts are refused. */
+  /** Attempts per (email, address) in the window before each further one must wait. */
   maxFailuresPerEmail: number;
-  /** Failed log-ins per client address in the window. */
+  /** Attempts per address (any email) in the window before each further one must wait. */
   maxFailuresPerIp: number;
+  /** The first wait once the free attempts are spent; each further admitted attempt doubles it. */
+  firstDelayMs: number;
+  /** The longest wait between two attempts. */
+  maxDelayMs: number;
 }
 
 export const DEFAULT_SESSION_LIMITS: SessionLimits = {
@@ -44,8 +48,12 @@ export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   failureWindowMs: 15 * 60_000,
   maxFailuresPerEmail: 5,
   maxFailuresPerIp: 30,
+  firstDelayMs: 2_000,
+  maxDelayMs: 5 * 60_000,
 };
 
+/** The email of an address's own throttle row (every email tried from it): no trimmed email is a lone space. */
+const ANY_EMAIL = ' ';
 
 /** Compared with this when the email is unknown, so a wrong email costs as long as a wrong password. */
 let decoyHash: Promise<string> | undefined;
@@ -104,45 +112,65 @@ export class DashboardSessionService {
 
   async login(input: { email: string; password: string; ip: string }, now: Date = new Date()): Promise<NewSession> {
     const email = input.email.trim().toLowerCase();
-    await this.assertNotThrottled(email, input.ip, now);
+    await this.admitAttempt(email, input.ip, now);
     const [user] = await this.database.query<{ id: string; account_id: string; password_hash: string }>(
       'SELECT id, account_id, password_hash FROM users WHERE email = $1',
       [email],
     );
     decoyHash ??= hashPassword(randomBytes(16).toString('hex'));
     const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash));
-    if (!user || !valid) {
-      await this.database.query('INSERT INTO dashboard_login_failures (email, ip, failed_at) VALUES ($1, $2, $3)', [email, input.ip, now]);
-      throw new AppError('UNAUTHORIZED', 'The email or the password is not right');
-    }
-    // This user's failures are forgiven; everyone's older than the window no longer count.
-    await this.database.query('DELETE FROM dashboard_login_failures WHERE email = $1 OR failed_at < $2', [
+    // The attempt was counted when it was admitted; a failure needs nothing more.
+    if (!user || !valid) throw new AppError('UNAUTHORIZED', 'The email or the password is not right');
+    // This email's attempts from this address are forgiven; rows idle past the window are swept.
+    await this.database.query('DELETE FROM dashboard_login_throttle WHERE (email = $1 AND ip = $2) OR last_attempt_at < $3', [
       email,
+      input.ip,
       new Date(now.getTime() - this.limits.failureWindowMs),
     ]);
     return this.open(user.id, user.account_id, email, now);
   }
 
-  private async assertNotThrottled(email: string, ip: string, now: Date): Promise<void> {
-    const since = new Date(now.getTime() - this.limits.failureWindowMs);
-    const [counts] = await this.database.query<{ by_email: number; by_ip: number; oldest: Date | null }>(
-      `SELECT count(*) FILTER (WHERE email = $1)::int AS by_email,
-              count(*) FILTER (WHERE ip = $2)::int AS by_ip,
-              min(failed_at) AS oldest
-         FROM dashboard_login_failures
-        WHERE (email = $1 OR ip = $2) AND failed_at > $3`,
-      [email, ip, since],
+  /**
+   * Admits and counts one log-in attempt in a single statement, or refuses it with 429. The
+   * address's row is counted first and the (email, address) row only if the address's was
+   * admitted; each upsert holds its row's lock, so parallel attempts are serialised and at most
+   * the free attempts pass at once. Past them, each admitted attempt sets the next allowed moment
+   * firstDelayMs · 2^k later (capped at maxDelayMs). A refused attempt changes nothing, so a flood
+   * cannot lengthen the wait, and it never touches another address's rows: the owner still gets
+   * in from elsewhere at once, or from the same address after the current delay.
+   */
+  private async admitAttempt(email: string, ip: string, now: Date): Promise<void> {
+    const { failureWindowMs, maxFailuresPerEmail, maxFailuresPerIp, firstDelayMs, maxDelayMs } = this.limits;
+    const since = new Date(now.getTime() - failureWindowMs);
+    const upsert = (free: string) => `
+      INSERT INTO dashboard_login_throttle AS t (email, ip, attempts, last_attempt_at, next_allowed_at)
+      SELECT $EMAIL, $2, 1, $3, $3 ${free === '$6' ? 'WHERE EXISTS (SELECT 1 FROM by_ip)' : ''}
+      ON CONFLICT (email, ip) DO UPDATE SET
+        attempts = CASE WHEN t.last_attempt_at < $4 THEN 1 ELSE t.attempts + 1 END,
+        last_attempt_at = $3,
+        next_allowed_at = CASE
+          WHEN t.last_attempt_at < $4 OR t.attempts + 1 < ${free} THEN $3
+          ELSE $3 + make_interval(secs => least($8::float8, $7::float8 * power(2, t.attempts + 1 - ${free})) / 1000)
+        END
+      WHERE t.next_allowed_at <= $3 OR t.last_attempt_at < $4
+      RETURNING 1`;
+    const [admitted] = await this.database.query<{ ok: number }>(
+      `WITH by_ip AS (${upsert('$5').replace('$EMAIL', `'${ANY_EMAIL}'`)})
+       ${upsert('$6').replace('$EMAIL', '$1::text')}`,
+      [email, ip, now, since, maxFailuresPerIp, maxFailuresPerEmail, firstDelayMs, maxDelayMs],
     );
-    if (!counts) return;
-    if (counts.by_email >= this.limits.maxFailuresPerEmail || counts.by_ip >= this.limits.maxFailuresPerIp) {
-      const retryAfter = Math.max(1, Math.ceil(((counts.oldest?.getTime() ?? now.getTime()) + this.limits.failureWindowMs - now.getTime()) / 1000));
-      throw new AppError(
-        'RATE_LIMITED',
-        `Too many failed log-ins: try again in ${Math.ceil(retryAfter / 60)} min`,
-        { retryAfterSeconds: retryAfter },
-        { 'retry-after': String(retryAfter) },
-      );
-    }
+    if (admitted) return;
+    const [wait] = await this.database.query<{ until: Date | null }>(
+      'SELECT max(next_allowed_at) AS until FROM dashboard_login_throttle WHERE ip = $1 AND email IN ($2, $3) AND last_attempt_at >= $4',
+      [ip, email, ANY_EMAIL, since],
+    );
+    const retryAfter = Math.max(1, Math.ceil(((wait?.until?.getTime() ?? now.getTime()) - now.getTime()) / 1000));
+    throw new AppError(
+      'RATE_LIMITED',
+      `Too many log-in attempts: try again in ${retryAfter < 60 ? `${retryAfter} s` : `${Math.ceil(retryAfter / 60)} min`}`,
+      { retryAfterSeconds: retryAfter },
+      { 'retry-after': String(retryAfter) },
+    );
   }
 
   private async open(userId: string, accountId: string, email: string, now: Date = new Date()): Promise<NewSession> {

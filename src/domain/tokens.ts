@@ -4,12 +4,13 @@
  * revocation or an expiry takes effect on the very next request on every node.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
+import { and, count, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { Bus } from '../db/bus.js';
 import type { Database } from '../db/client.js';
 import { apiTokens } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
+import { MAX_PAGE_SIZE, type Page } from './contacts.js';
 
 export const TOKEN_SCOPES = [
   'account:read',
@@ -57,6 +58,22 @@ export interface AuthContext {
   accountId: string;
   tokenId: string;
   scopes: ReadonlySet<string>;
+}
+
+/**
+ * The rule for minting and revoking: a credential may only act on a token whose every scope it
+ * holds itself, so no token can create a stronger one or take away a stronger one's access.
+ */
+export function assertScopesHeld(scopes: readonly string[], held: ReadonlySet<string>, action: 'grant' | 'revoke'): void {
+  const beyond = scopes.filter((scope) => !held.has(scope));
+  if (beyond.length === 0) return;
+  throw new AppError(
+    'FORBIDDEN',
+    action === 'grant'
+      ? `This token cannot grant scopes it does not have: ${beyond.join(', ')}`
+      : `This token cannot revoke a token with scopes it does not have: ${beyond.join(', ')}`,
+    { missingScopes: beyond },
+  );
 }
 
 function base62(bytes: Buffer): string {
@@ -110,10 +127,12 @@ export class TokenService {
     for (const [hash, entry] of this.cache) if (entry.row.id === tokenId) this.cache.delete(hash);
   }
 
+  /** `actingScopes`: the scopes of the credential asking (absent for the operator's CLI). */
   async create(
     accountId: string,
     input: { name: string; scopes?: string[] | undefined; expiresAt?: Date | undefined },
     now: Date = new Date(),
+    actingScopes?: ReadonlySet<string>,
   ): Promise<{ token: string; record: TokenRecord }> {
     const name = input.name.trim();
     if (name.length === 0) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
@@ -124,6 +143,7 @@ export class TokenService {
         { field: 'scopes', message: `each scope must be one of ${TOKEN_SCOPES.join(', ')}` },
       ]);
     }
+    if (actingScopes) assertScopesHeld(scopes, actingScopes, 'grant');
     if (input.expiresAt && input.expiresAt <= now) {
       throw new AppError('VALIDATION_ERROR', 'expiresAt must be in the future', [{ field: 'expiresAt', message: 'must be in the future' }]);
     }
@@ -144,34 +164,41 @@ export class TokenService {
     return { token, record: toRecord(row!) };
   }
 
-  async list(accountId: string): Promise<TokenRecord[]> {
-    const rows = await this.database.db
-      .select()
-      .from(apiTokens)
-      .where(eq(apiTokens.accountId, accountId))
-      .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id));
-    return rows.map(toRecord);
+  async list(accountId: string, options: { page: number; limit: number }): Promise<Page<TokenRecord>> {
+    const limit = Math.min(options.limit, MAX_PAGE_SIZE);
+    const mine = eq(apiTokens.accountId, accountId);
+    const [rows, [counted]] = await Promise.all([
+      this.database.db
+        .select()
+        .from(apiTokens)
+        .where(mine)
+        .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id))
+        .limit(limit)
+        .offset((options.page - 1) * limit),
+      this.database.db.select({ total: count() }).from(apiTokens).where(mine),
+    ]);
+    return { data: rows.map(toRecord), meta: { total: counted?.total ?? 0, page: options.page, limit } };
   }
 
-  /** Revokes a token of this account; revoking twice is harmless. */
-  async revoke(accountId: string, tokenId: string): Promise<TokenRecord> {
+  /**
+   * Revokes a token of this account; revoking twice is harmless. `actingScopes`: the scopes of the
+   * credential asking (absent for the operator's CLI), which must cover the token's.
+   */
+  async revoke(accountId: string, tokenId: string, actingScopes?: ReadonlySet<string>): Promise<TokenRecord> {
+    const mine = and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId));
+    const [existing] = await this.database.db.select().from(apiTokens).where(mine);
+    if (!existing) throw new AppError('NOT_FOUND', 'Token not found');
+    if (actingScopes) assertScopesHeld(existing.scopes, actingScopes, 'revoke');
     const [row] = await this.database.db
       .update(apiTokens)
       .set({ revokedAt: new Date() })
-      .where(and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId), isNull(apiTokens.revokedAt)))
+      .where(and(mine, isNull(apiTokens.revokedAt)))
       .returning();
-    if (row) {
-      this.forget(tokenId);
-      // Every other process drops it from its cache too (LISTEN waygate_tokens).
-      await this.database.query(`SELECT pg_notify('waygate_tokens', $1)`, [tokenId]);
-      return toRecord(row);
-    }
-    const [existing] = await this.database.db
-      .select()
-      .from(apiTokens)
-      .where(and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId)));
-    if (!existing) throw new AppError('NOT_FOUND', 'Token not found');
-    return toRecord(existing);
+    if (!row) return toRecord(existing);
+    this.forget(tokenId);
+    // Every other process drops it from its cache too (LISTEN waygate_tokens).
+    await this.database.query(`SELECT pg_notify('waygate_tokens', $1)`, [tokenId]);
+    return toRecord(row);
   }
 
   /** Revokes by id whatever the account (CLI, run by the operator). */

@@ -22,17 +22,23 @@ export class UnsafeUrlError extends Error {
 
 const PRIVATE_HINT = 'set ALLOW_PRIVATE_URLS=true to allow private addresses for local development';
 
-/** True for an address on the public internet; false for loopback, private, link-local, CGNAT, multicast, reserved and their IPv4-mapped forms. */
+/** IANA's global unicast block: every public IPv6 address is in it (RFC 4291 §2.4). */
+const IPV6_GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
+
+/**
+ * True for an address on the public internet; false for loopback, private, link-local, CGNAT,
+ * multicast, reserved and their IPv4-mapped forms. An IPv6 address must also lie in 2000::/3, so
+ * the deprecated IPv4-compatible range (::a.b.c.d, e.g. [::127.0.0.1]), site-local, discard and
+ * whatever else ipaddr.js files as plain "unicast" outside the global block are refused too; NAT64,
+ * 6to4 and Teredo (which embed IPv4 addresses) have ranges of their own and are refused.
+ */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  let parsed = ipaddr.parse(address);
+  // ipaddr.js reads a dotted IPv6 tail (::127.0.0.1) as IPv4-mapped; the WHATWG form has no dots.
+  let parsed = ipaddr.parse(net.isIPv6(address) ? new URL(`http://[${address}]/`).hostname.slice(1, -1) : address);
   if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  const range = parsed.range();
-  if (parsed.kind() === 'ipv6') {
-    // NAT64 and 6to4 embed IPv4 addresses; refuse them rather than decode every scheme.
-    return range === 'unicast';
-  }
-  return range === 'unicast';
+  if (parsed.range() !== 'unicast') return false;
+  return parsed.kind() === 'ipv4' || (parsed as ipaddr.IPv6).match(IPV6_GLOBAL_UNICAST);
 }
 
 export function checkUrlShape(raw: string): URL {

@@ -15,7 +15,7 @@ function tokenState(token: Token): string {
 export function ApiAccessPage() {
   const client = useQueryClient();
   const allScopes = useSession().data?.tokenScopes.length ?? 0;
-  const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => api<{ data: Token[] }>('/tokens') });
+  const tokens = useQuery({ queryKey: ['tokens'], queryFn: () => api<{ data: Token[] }>('/tokens?limit=100') });
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<{ token: string; name: string } | null>(null);
 

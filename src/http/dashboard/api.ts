@@ -7,8 +7,8 @@
  * request that a browser marks as cross-site is refused.
  */
 import Type from 'typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from '../../app.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/client.js';
@@ -16,6 +16,7 @@ import type { DashboardSession, DashboardSessionService, NewSession } from '../.
 import { sameSecret } from '../../domain/dashboard-sessions.js';
 import { TOKEN_SCOPES } from '../../domain/tokens.js';
 import { AppError } from '../../errors.js';
+import { installCredentialHooks } from '../auth.js';
 import { deviceStream, type StreamRegistry } from './stream.js';
 import { registerResourceRoutes } from '../routes/resources.js';
 
@@ -36,8 +37,8 @@ export interface DashboardApiOptions {
   services: Services;
   sessions: DashboardSessionService;
   streams: StreamRegistry;
-  /** Applies the per-account request limit of the public API to these routes too. */
-  limitRate: boolean;
+  /** The public API's rate limit (per account with a session, per address without), when it is on. */
+  limit: onRequestHookHandler | undefined;
 }
 
 /** The session named by the request's cookie, or null. */
@@ -116,39 +117,51 @@ export const dashboardApi: FastifyPluginAsyncTypebox<DashboardApiOptions> = asyn
     csrfToken: session?.csrfToken ?? null,
   });
 
-  app.get('/session', { schema: { response: { 200: SessionView } } }, async (request) => view(await sessionOf(request, sessions)));
+  // Open to anyone, so limited per client address (log-in has its own throttle besides).
+  await app.register(async (scope) => {
+    const open = scope.withTypeProvider<TypeBoxTypeProvider>();
+    if (options.limit) open.addHook('onRequest', options.limit);
 
-  app.post(
-    '/signup',
-    { schema: { body: Type.Object({ ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }), response: { 201: SessionView } } },
-    async (request, reply) => {
-      const created = await sessions.signup(request.body);
+    open.get('/session', { schema: { response: { 200: SessionView } } }, async (request) => view(await sessionOf(request, sessions)));
+
+    open.post(
+      '/signup',
+      { schema: { body: Type.Object({ ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }), response: { 201: SessionView } } },
+      async (request, reply) => {
+        const created = await sessions.signup(request.body);
+        setCookie(request, reply, created);
+        return reply.status(201).send(await view(created.session));
+      },
+    );
+
+    open.post('/login', { schema: { body: Credentials, response: { 200: SessionView } } }, async (request, reply) => {
+      const created = await sessions.login({ ...request.body, ip: request.ip });
       setCookie(request, reply, created);
-      return reply.status(201).send(await view(created.session));
-    },
-  );
-
-  app.post('/login', { schema: { body: Credentials, response: { 200: SessionView } } }, async (request, reply) => {
-    const created = await sessions.login({ ...request.body, ip: request.ip });
-    setCookie(request, reply, created);
-    return view(created.session);
+      return view(created.session);
+    });
   });
 
   // Everything below needs a session (and, to change anything, its CSRF token).
   await app.register(async (scope: FastifyInstance) => {
-    scope.addHook('onRequest', async (request) => {
-      const session = await sessionOf(request, sessions);
-      if (!session) throw new AppError('UNAUTHORIZED', 'Not signed in, or the session has expired: log in again');
-      if (!SAFE_METHODS.has(request.method)) {
-        const sent = request.headers['x-csrf-token'];
-        if (typeof sent !== 'string' || !sameSecret(sent, session.csrfToken)) {
-          throw new AppError('FORBIDDEN', 'Missing or wrong CSRF token (x-csrf-token): reload the page and try again');
+    installCredentialHooks(
+      scope,
+      async (request) => {
+        const session = await sessionOf(request, sessions);
+        if (!session) {
+          request.authError = new AppError('UNAUTHORIZED', 'Not signed in, or the session has expired: log in again');
+          return;
         }
-      }
-      request.dashboard = session;
-      request.auth = { accountId: session.accountId, tokenId: `session:${session.userId}`, scopes: ALL_SCOPES };
-    });
-    if (options.limitRate) scope.addHook('onRequest', scope.rateLimit());
+        request.dashboard = session;
+        request.auth = { accountId: session.accountId, tokenId: `session:${session.userId}`, scopes: ALL_SCOPES };
+        if (!SAFE_METHODS.has(request.method)) {
+          const sent = request.headers['x-csrf-token'];
+          if (typeof sent !== 'string' || !sameSecret(sent, session.csrfToken)) {
+            request.authError = new AppError('FORBIDDEN', 'Missing or wrong CSRF token (x-csrf-token): reload the page and try again');
+          }
+        }
+      },
+      options.limit,
+    );
 
     scope.post('/logout', async (request, reply) => {
       await sessions.logout(request.cookies[SESSION_COOKIE]!);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
 import type { Services } from '../../app.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/client.js';
@@ -24,19 +24,18 @@ export const DASHBOARD_DIST = path.resolve(path.dirname(fileURLToPath(import.met
 /** Pages anyone may open without a session. */
 const PUBLIC_PAGES = new Set(['login', 'signup']);
 
+/** The app page's policy; the other security headers are every answer's (security-headers.ts). */
 const PAGE_HEADERS = {
   'content-security-policy':
     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-  'x-frame-options': 'DENY',
 };
 
 export interface DashboardOptions {
   config: Config;
   database: Database;
   services: Services;
-  limitRate: boolean;
+  /** The request rate limit's hook (see rate-limit.ts), when it is on. */
+  limit: onRequestHookHandler | undefined;
   /** Where the built app is (tests may point elsewhere). */
   distDir?: string;
   sessionLimits?: SessionLimits;
@@ -77,8 +76,8 @@ export async function dashboardPlugin(app: FastifyInstance, options: DashboardOp
     if (/^[\w.-]+(\/[\w.-]+)*\.[a-z0-9]+$/i.test(rest) && !rest.includes('..') && rest !== 'index.html') {
       if (!fs.existsSync(path.join(distDir, rest))) return reply.callNotFound();
       return rest.startsWith('assets/')
-        ? reply.header('x-content-type-options', 'nosniff').sendFile(rest, { maxAge: '365d', immutable: true })
-        : reply.header('x-content-type-options', 'nosniff').sendFile(rest, { maxAge: '1h' });
+        ? reply.sendFile(rest, { maxAge: '365d', immutable: true })
+        : reply.sendFile(rest, { maxAge: '1h' });
     }
     const page = rest.split('/')[0] ?? '';
     if (!PUBLIC_PAGES.has(page) && !(await sessionOf(request, sessions))) {

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { hasControlCharacters, type ContactService } from '../../domain/contacts.js';
+import type { ContactService } from '../../domain/contacts.js';
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters } from '../../domain/text.js';
 import { AppError } from '../../errors.js';
 import { auth } from '../auth.js';
 import { errorResponses, FieldErrorSchema, IdParams, PageMeta, PageQuery, SuccessOnly, successData, Timestamp } from '../schemas.js';
@@ -58,9 +59,9 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
     },
     async (request) => {
       const { page = 1, limit = 50, search } = request.query;
-      // A NUL byte cannot be sent to Postgres; other control characters never occur in a name.
+      // A search is one line of a name: no line breaks or tabs either (the rest is refused for every field).
       if (search !== undefined && hasControlCharacters(search)) {
-        throw new AppError('VALIDATION_ERROR', 'search must not contain control characters', [{ field: 'search', message: 'must not contain control characters' }]);
+        throw new AppError('VALIDATION_ERROR', `search ${CONTROL_CHARACTERS_MESSAGE}`, [{ field: 'search', message: CONTROL_CHARACTERS_MESSAGE }]);
       }
       return contacts.list(auth(request).accountId, { page, limit, search });
     },

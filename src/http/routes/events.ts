@@ -22,7 +22,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ events: EventService }> = 
         summary: 'Events after a seq, oldest first (kept at least 30 days): detect a gap in the webhooks you received and backfill it',
         querystring: Type.Object(
           {
-            after: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Return events with seq greater than this' })),
+            after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Return events with seq greater than this' })),
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
             type: Type.Optional(Type.Enum([...EVENT_TYPES], { type: 'string' })),
           },

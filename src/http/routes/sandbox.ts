@@ -3,11 +3,22 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/client.js';
 import { normalizePhone } from '../../domain/phone.js';
 import type { SandboxWorld } from '../../network/sandbox/world.js';
-import { AppError } from '../../errors.js';
+import { AppError, validationError } from '../../errors.js';
+import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 40 });
+
+/** A media URL as the network would hand it over: http(s) only (no file:, javascript:, data:). */
+function httpUrl(raw: string, field: string): string {
+  try {
+    return checkUrlShape(raw).toString();
+  } catch (error) {
+    if (error instanceof UnsafeUrlError) throw validationError(field, error.message);
+    throw error;
+  }
+}
 
 const SandboxMessage = Type.Object({
   networkMessageId: Type.String(),
@@ -81,7 +92,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             from: Phone,
             type: Type.Optional(Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' })),
             content: Type.String({ maxLength: 4096 }),
-            mediaUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+            mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
           },
           { additionalProperties: false },
         ),
@@ -96,7 +107,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         from: digits(request.body.from, 'from'),
         type: request.body.type ?? 'TEXT',
         content: request.body.content,
-        mediaUrl: request.body.mediaUrl,
+        mediaUrl: request.body.mediaUrl === undefined ? undefined : httpUrl(request.body.mediaUrl, 'mediaUrl'),
       });
       return reply.status(202).send({ success: true as const, data: { networkMessageId } });
     },

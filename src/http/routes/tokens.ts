@@ -1,9 +1,9 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TOKEN_SCOPES, type TokenService } from '../../domain/tokens.js';
-import { AppError } from '../../errors.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, NullableTimestamp, successData, Timestamp } from '../schemas.js';
+import { BoundedPageQuery } from './contacts.js';
+import { errorResponses, IdParams, NullableTimestamp, successData, successPage, Timestamp } from '../schemas.js';
 
 const TokenSchema = Type.Object({
   id: Type.String(),
@@ -27,9 +27,17 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = 
     '/tokens',
     {
       config: { scope: 'tokens:read' },
-      schema: { tags: ['tokens'], summary: 'List API tokens (values are never shown again)', response: { 200: successData(Type.Array(TokenSchema)), ...errorResponses('FORBIDDEN') } },
+      schema: {
+        tags: ['tokens'],
+        summary: 'List API tokens, newest first (values are never shown again)',
+        querystring: Type.Object(BoundedPageQuery, { additionalProperties: false }),
+        response: { 200: successPage(TokenSchema), ...errorResponses('FORBIDDEN') },
+      },
     },
-    async (request) => ({ success: true as const, data: await tokens.list(auth(request).accountId) }),
+    async (request) => {
+      const { page = 1, limit = 50 } = request.query;
+      return { success: true as const, ...(await tokens.list(auth(request).accountId, { page, limit })) };
+    },
   );
 
   app.post(
@@ -52,12 +60,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = 
     },
     async (request, reply) => {
       const context = auth(request);
-      const scopes = request.body.scopes;
-      // A token cannot mint a token with more power than it has itself.
-      const beyond = (scopes ?? TOKEN_SCOPES).filter((scope) => !context.scopes.has(scope));
-      if (beyond.length > 0) throw new AppError('FORBIDDEN', `This token cannot grant scopes it does not have: ${beyond.join(', ')}`);
       const expiresAt = request.body.expiresAt ? new Date(request.body.expiresAt) : undefined;
-      const { token, record } = await tokens.create(context.accountId, { name: request.body.name, scopes, expiresAt });
+      const { token, record } = await tokens.create(context.accountId, { name: request.body.name, scopes: request.body.scopes, expiresAt }, new Date(), context.scopes);
       return reply.status(201).send({ success: true as const, data: { ...record, token } });
     },
   );
@@ -68,11 +72,14 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = 
       config: { scope: 'tokens:write' },
       schema: {
         tags: ['tokens'],
-        summary: 'Revoke an API token (effective on the next request)',
+        summary: 'Revoke an API token (effective on the next request); only a token whose scopes this token has',
         params: IdParams,
         response: { 200: successData(TokenSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },
     },
-    async (request) => ({ success: true as const, data: await tokens.revoke(auth(request).accountId, request.params.id) }),
+    async (request) => {
+      const context = auth(request);
+      return { success: true as const, data: await tokens.revoke(context.accountId, request.params.id, context.scopes) };
+    },
   );
 };

@@ -1,0 +1,91 @@
+/**
+ * Request validation: one ajv per kind of input (strict for JSON bodies, coercing for path and
+ * query text), and one rule on top of every schema of every route: no string the API takes (path
+ * ids, query values, header values, JSON body fields and field names, at any depth) may hold what
+ * src/domain/text.ts refuses in any text (control characters other than tab and line breaks,
+ * unpaired surrogates), and no number may be infinite. PostgreSQL cannot store such values, so
+ * they are a 400 VALIDATION_ERROR naming the field (a path id: 404, no id holds them), never a
+ * 500. Ranges of numbers are each schema's own (an integer that reaches a bigint column has a
+ * maximum). A text body (a CSV file) is judged row by row by its importer instead.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import { unsafeTextProblem } from '../domain/text.js';
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+/** The ajv keyword of the rule's errors (the error handler answers a path id that breaks it with 404). */
+export const UNSAFE_TEXT = 'unsafeText';
+
+const pointer = (path: string, key: string | number): string => `${path}/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
+
+/**
+ * The first value in `data` that breaks the rule, as an ajv-style error, or undefined. Walks
+ * with an explicit stack, so deeply nested JSON cannot overflow the call stack.
+ */
+export function findUnsafeValue(data: unknown): ErrorObject | undefined {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: data, path: '' }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (typeof value === 'string') {
+      const unsafe = unsafeTextProblem(value);
+      if (unsafe) return problem(path, UNSAFE_TEXT, unsafe);
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return problem(path, 'finite', 'must be a finite number');
+    } else if (Array.isArray(value)) {
+      for (let index = value.length - 1; index >= 0; index--) stack.push({ value: value[index], path: pointer(path, index) });
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        const unsafe = unsafeTextProblem(key);
+        if (unsafe) return problem(path, UNSAFE_TEXT, `has a field name that ${unsafe}`);
+        stack.push({ value: item, path: pointer(path, key) });
+      }
+    }
+  }
+  return undefined;
+}
+
+function problem(instancePath: string, keyword: string, message: string): ErrorObject {
+  return { instancePath, keyword, message, params: {}, schemaPath: '#' };
+}
+
+/** What ajv passes as a validator's second argument (not exported by ajv's index). */
+type DataValidationCxt = NonNullable<Parameters<ValidateFunction>[1]>;
+
+type Validator = ((data: unknown, context?: DataValidationCxt) => boolean) & Partial<Pick<ValidateFunction, 'errors' | 'schemaEnv'>>;
+
+/** The schema's own validator, then the rule above on what it accepted (after coercion). */
+function withValueRule(validate: ValidateFunction): Validator {
+  const wrapped: Validator = (data, context) => {
+    if (!validate(data, context)) {
+      wrapped.errors = validate.errors ?? null;
+      return false;
+    }
+    // A coerced root value (a query string turned into a number, say) is written to the parent.
+    const value = context ? (context.parentData as Record<string | number, unknown>)[context.parentDataProperty] : data;
+    const found = findUnsafeValue(value);
+    wrapped.errors = found ? [found] : null;
+    return found === undefined;
+  };
+  // Fastify hands ajv validators their parent (so a root value can be coerced) when it sees this.
+  wrapped.schemaEnv = validate.schemaEnv;
+  return wrapped;
+}
+
+function makeAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+/** Bodies are validated strictly (a string is not a number); query and path values arrive as text and are coerced to the schema's types. */
+export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
+  const bodyAjv = makeAjv(false);
+  const paramAjv = makeAjv('array');
+  return ({ schema, httpPart }) => {
+    const validate = (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object);
+    const textBody = httpPart === 'body' && (schema as { type?: unknown }).type === 'string';
+    return textBody ? validate : withValueRule(validate);
+  };
+}
