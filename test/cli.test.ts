@@ -146,7 +146,7 @@ describe('waygate CLI on the embedded database', () => {
     const list = await run(['tokens', 'list', '--email', 'a@example.com'], { DATA_DIR: dataDir });
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/\tactive\t"laptop"\t/);
-  }, 120_000);
+  }, 240_000);
 
   it('explains a role that needs PostgreSQL without a stack trace', async () => {
     const result = await run(['serve', '--role', 'api'], { DATA_DIR: tempDataDir(), DATABASE_URL: '' });
