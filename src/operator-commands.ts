@@ -35,10 +35,10 @@ export const COMMAND_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-export function parseCommandLine(argv: string[]): { command: string; values: CommandValues; positionals: string[] } {
+export function parseCommandLine(argv: string[]): { command: string; values: CommandValues } {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: COMMAND_OPTIONS });
   const [command, sub] = positionals;
-  return { command: command ? `${command}${sub ? ` ${sub}` : ''}` : '', values, positionals };
+  return { command: command ? `${command}${sub ? ` ${sub}` : ''}` : '', values };
 }
 
 export function isOperatorCommand(command: string): boolean {

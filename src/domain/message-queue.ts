@@ -130,31 +130,13 @@ export class MessageQueue {
     );
   }
 
-  /**
-   * Claimed messages of a cancelled job that were not handed to the network: CANCELLED, counted
-   * into their job and refunded, as the cancel did for the job's queued ones.
-   */
+  /** Claimed messages of a cancelled job that were not handed to the network (see cancelMessages). */
   async cancelClaimed(ids: string[]): Promise<number> {
     if (ids.length === 0) return 0;
-    return this.database.transaction(async (tx) => {
-      const rows = await tx.query<{ account_id: string; quota_period_start: Date | null; n: number }>(
-        `WITH c AS (
-           UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
-            WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
-           RETURNING job_id, account_id, quota_period_start),
-         jobs AS (
-           UPDATE bulk_jobs j SET cancelled_count = j.cancelled_count + x.n
-             FROM (SELECT job_id, count(*)::int AS n FROM c WHERE job_id IS NOT NULL GROUP BY job_id) x
-            WHERE j.id = x.job_id
-           RETURNING 1)
-         SELECT account_id, quota_period_start, count(*)::int AS n FROM c GROUP BY account_id, quota_period_start`,
-        [ids, this.workerId],
-      );
-      await refundQuota(tx, rows.map((r) => ({ accountId: r.account_id, periodStart: r.quota_period_start, count: r.n })));
-      const cancelled = rows.reduce((sum, r) => sum + r.n, 0);
-      if (cancelled > 0) messageTransitions.inc({ status: 'CANCELLED' }, cancelled);
-      return cancelled;
-    });
+    const { count } = await this.database.transaction((tx) =>
+      cancelMessages(tx, `id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2`, [ids, this.workerId]),
+    );
+    return count;
   }
 
   /** Messages a dead owner left in SENDING go back to the queue; resent with the same network id. */
@@ -427,6 +409,32 @@ export class MessageQueue {
 /** SQL: true when job `j` is done once `added` more of its messages are final. */
 const JOB_DONE_AFTER = (added: string): string =>
   `j.status = 'PROCESSING' AND j.fanned_out_at IS NOT NULL AND j.sent_count + j.failed_count + j.cancelled_count + ${added} >= j.total_contacts`;
+
+/**
+ * The one way messages become CANCELLED: those `where` picks (a condition on messages, its
+ * parameters from $1) are CANCELLED, counted into their jobs and refunded. Returns how many, and
+ * the jobs they belong to (which the caller may complete).
+ */
+export async function cancelMessages(tx: Queryable, where: string, params: unknown[]): Promise<{ count: number; jobIds: string[] }> {
+  const rows = await tx.query<{ job_id: string | null; account_id: string; quota_period_start: Date | null; n: number }>(
+    `WITH c AS (
+       UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
+        WHERE ${where}
+       RETURNING job_id, account_id, quota_period_start),
+     counts AS (SELECT job_id, account_id, quota_period_start, count(*)::int AS n FROM c GROUP BY job_id, account_id, quota_period_start),
+     jobs AS (
+       UPDATE bulk_jobs j SET cancelled_count = j.cancelled_count + x.n
+         FROM (SELECT job_id, sum(n)::int AS n FROM counts WHERE job_id IS NOT NULL GROUP BY job_id) x
+        WHERE j.id = x.job_id
+       RETURNING 1)
+     SELECT job_id, account_id, quota_period_start, n FROM counts`,
+    params,
+  );
+  await refundQuota(tx, rows.map((r) => ({ accountId: r.account_id, periodStart: r.quota_period_start, count: r.n })));
+  const count = rows.reduce((sum, r) => sum + r.n, 0);
+  if (count > 0) messageTransitions.inc({ status: 'CANCELLED' }, count);
+  return { count, jobIds: [...new Set(rows.map((r) => r.job_id).filter((jobId): jobId is string => jobId !== null))] };
+}
 
 /**
  * Marks jobs COMPLETED once every message is final (sent or later, failed, or cancelled). A job

@@ -24,7 +24,7 @@ import {
   type MessageStatus,
 } from './message-model.js';
 import { appendEvents } from './events.js';
-import { completeJobs, type ClaimedMessage } from './message-queue.js';
+import { cancelMessages, completeJobs, type ClaimedMessage } from './message-queue.js';
 import { normalizePhone } from './phone.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota.js';
 
@@ -523,20 +523,16 @@ export class MessageService {
   /** Cancels a message that has not been handed to the network yet (SCHEDULED or QUEUED). */
   async cancel(accountId: string, id: string): Promise<Message> {
     await this.database.transaction(async (tx) => {
-      const [row] = await tx.query<{ status: MessageStatus; job_id: string | null; quota_period_start: Date | null }>(
-        'SELECT status, job_id, quota_period_start FROM messages WHERE id = $1 AND account_id = $2 FOR UPDATE',
+      const [row] = await tx.query<{ status: MessageStatus }>(
+        'SELECT status FROM messages WHERE id = $1 AND account_id = $2 FOR UPDATE',
         [id, accountId],
       );
       if (!row) throw new AppError('NOT_FOUND', 'Message not found');
       if (row.status !== 'SCHEDULED' && row.status !== 'QUEUED') {
         throw new AppError('CONFLICT', `The message is ${row.status}; only SCHEDULED or QUEUED messages can be cancelled`, { status: row.status });
       }
-      await tx.query(`UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL WHERE id = $1`, [id]);
-      await refundQuota(tx, [{ accountId, periodStart: row.quota_period_start, count: 1 }]);
-      if (row.job_id) {
-        await tx.query('UPDATE bulk_jobs SET cancelled_count = cancelled_count + 1 WHERE id = $1', [row.job_id]);
-        await completeJobs(tx, [row.job_id]);
-      }
+      const { jobIds } = await cancelMessages(tx, 'id = $1', [id]);
+      if (jobIds.length > 0) await completeJobs(tx, jobIds);
     });
     return this.get(accountId, id);
   }
@@ -582,23 +578,19 @@ export class BulkJobService {
       if (job.status !== 'SCHEDULED' && job.status !== 'PROCESSING') {
         throw new AppError('CONFLICT', `The job is ${job.status}; only SCHEDULED or PROCESSING jobs can be cancelled`, { status: job.status });
       }
-      const cancelled = await tx.query<{ id: string }>(
-        `UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
-          WHERE job_id = $1 AND status IN ('SCHEDULED', 'QUEUED') RETURNING id`,
-        [id],
-      );
+      await cancelMessages(tx, `job_id = $1 AND status IN ('SCHEDULED', 'QUEUED')`, [id]);
+      // Recipients never fanned out have no message to cancel: counted and refunded here.
       let notFannedOut = 0;
       if (!job.fanned_out_at) {
         const [created] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE job_id = $1', [id]);
         notFannedOut = job.total_contacts - (created?.n ?? 0);
       }
-      const count = cancelled.length + notFannedOut;
       const [updated] = await tx.query<{ event_data: unknown }>(
         `UPDATE bulk_jobs j SET status = 'CANCELLED', cancelled_at = now(), cancelled_count = cancelled_count + $2, recipients = NULL WHERE id = $1
          RETURNING waygate_job_json(j) AS event_data`,
-        [id, count],
+        [id, notFannedOut],
       );
-      await refundQuota(tx, [{ accountId, periodStart: job.quota_period_start, count }]);
+      await refundQuota(tx, [{ accountId, periodStart: job.quota_period_start, count: notFannedOut }]);
       await appendEvents(tx, [{ accountId, type: 'bulk_job.cancelled', data: updated!.event_data }]);
       await tx.query(`SELECT pg_notify('waygate_dispatch', 'cancel:' || $1::text)`, [id]);
     });
