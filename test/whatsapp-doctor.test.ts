@@ -4,7 +4,6 @@
  * from a service worker, the offline fallback that says so, a fixed version that is never
  * fetched, the doctor's report and exit code; and the network message ids in WhatsApp Web's shape.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,10 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { networkMessageIdFor, NETWORK_MESSAGE_ID_SQL } from '../src/domain/message-model.js';
 import { fetchWebVersion, WaVersionSource } from '../src/network/whatsapp/version.js';
+import { runCli, type CliResult } from './cli-process.js';
 import { openTestDatabase } from './helpers.js';
 import { closedPort, upgradingServer } from './whatsapp/local-endpoints.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 let swServer: http.Server;
 let swUrl: string;
 let requests = 0;
@@ -130,21 +129,10 @@ describe('waygate doctor whatsapp', () => {
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  function doctor(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  function doctor(env: Record<string, string>): Promise<CliResult> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'waygate-doctor-'));
     dirs.push(dataDir);
-    return new Promise((resolve, reject) => {
-      const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), [path.join(ROOT, 'src/cli.ts'), 'doctor', 'whatsapp'], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'warn', WHATSAPP_CONNECT_TIMEOUT_MS: '1000', ...env },
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    return runCli(['doctor', 'whatsapp'], { DATABASE_URL: '', DATA_DIR: dataDir, WHATSAPP_CONNECT_TIMEOUT_MS: '1000', ...env });
   }
 
   it('reports the version it read, a WhatsApp endpoint that never completes the handshake, and the auth store round-trip; exits 1', async () => {
