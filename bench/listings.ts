@@ -19,10 +19,10 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
-import { runMigrations } from '../src/db/migrate.js';
-import { AccountService } from '../src/domain/accounts.js';
-import { TokenService } from '../src/domain/tokens.js';
+import { openDatabase } from '../src/platform/database.js';
+import { runMigrations } from '../src/platform/migrate.js';
+import { AccountService } from '../src/directory/accounts.js';
+import { TokenService } from '../src/directory/tokens.js';
 import { startServer } from '../src/server.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { runLoad, type LoadResult } from './lib/load.js';

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
+import { openDatabase } from '../src/platform/database.js';
 import { startServer } from '../src/server.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';

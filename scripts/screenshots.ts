@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { openDatabase } from '../src/db/client.js';
-import { runMigrations } from '../src/db/migrate.js';
+import { openDatabase } from '../src/platform/database.js';
+import { runMigrations } from '../src/platform/migrate.js';
 import { chromiumAvailable, CHROMIUM_PATH, ensureDashboardBuilt, launchBrowser, startDashboardServer, startWebhookReceiver } from '../test/browser/support.js';
 
 const OUT = path.resolve('docs/screenshots');

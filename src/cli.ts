@@ -8,9 +8,9 @@
 import v8 from 'node:v8';
 import { ConfigError, loadConfig, type Config, type Role } from './config.js';
 import { runThroughServer } from './control-socket.js';
-import { openDatabase } from './db/client.js';
-import { DataDirLockedError } from './db/data-dir-lock.js';
-import { runMigrations } from './db/migrate.js';
+import { openDatabase } from './platform/database.js';
+import { DataDirLockedError } from './platform/data-dir-lock.js';
+import { runMigrations } from './platform/migrate.js';
 import { whatsappDoctor } from './network/whatsapp/doctor.js';
 import { isOperatorCommand, parseCommandLine, reportFailure, runOperatorCommand, UsageError, type CommandValues, type Output } from './operator-commands.js';
 import { startServer } from './server.js';

@@ -15,7 +15,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Database } from './db/client.js';
+import type { Database } from './platform/database.js';
 import { isOperatorCommand, parseCommandLine, reportFailure, runOperatorCommand, UsageError } from './operator-commands.js';
 
 const MAX_REQUEST_BYTES = 64 * 1024;

@@ -5,12 +5,12 @@
  * Output goes through `out`, so both places print exactly the same.
  */
 import { parseArgs } from 'node:util';
-import type { Database } from './db/client.js';
-import { runMigrations } from './db/migrate.js';
-import { AccountService } from './domain/accounts.js';
-import { MAX_PAGE_SIZE } from './domain/contacts.js';
-import { TokenService } from './domain/tokens.js';
-import { AppError } from './errors.js';
+import type { Database } from './platform/database.js';
+import { runMigrations } from './platform/migrate.js';
+import { AccountService } from './directory/accounts.js';
+import { MAX_PAGE_SIZE } from './directory/contacts.js';
+import { TokenService } from './directory/tokens.js';
+import { AppError } from './platform/errors.js';
 
 export const OPERATOR_COMMANDS = ['migrate', 'accounts create', 'accounts set-plan', 'tokens create', 'tokens list', 'tokens revoke'] as const;
 

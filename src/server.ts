@@ -4,9 +4,9 @@ import type { Logger } from 'pino';
 import { buildApp, createServices } from './app.js';
 import { ConfigError, type Config, type Role } from './config.js';
 import { startControlSocket } from './control-socket.js';
-import { openDatabase, type Database } from './db/client.js';
-import { runMigrations } from './db/migrate.js';
-import { WorkerRuntime } from './workers/runtime.js';
+import { openDatabase, type Database } from './platform/database.js';
+import { runMigrations } from './platform/migrate.js';
+import { WorkerRuntime } from './worker-runtime.js';
 
 export interface RunningServer {
   app: FastifyInstance;

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TokenService } from '../src/domain/tokens.js';
-import { AppError } from '../src/errors.js';
+import { TokenService } from '../src/directory/tokens.js';
+import { AppError } from '../src/platform/errors.js';
 import { createTenant, createTestApp, expectError, type TestContext } from './helpers.js';
 
 let ctx: TestContext;

@@ -12,8 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_STATUS, type ErrorCode } from '../src/errors.js';
-import { newId } from '../src/ids.js';
+import { ERROR_STATUS, type ErrorCode } from '../src/platform/errors.js';
+import { newId } from '../src/platform/ids.js';
 import { createTenant, createTestApp, rawExchange, type Tenant, type TestContext } from './helpers.js';
 
 interface Schema {

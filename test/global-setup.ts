@@ -7,8 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { openDatabase } from '../src/db/client.js';
-import { runMigrations } from '../src/db/migrate.js';
+import { openDatabase } from '../src/platform/database.js';
+import { runMigrations } from '../src/platform/migrate.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -10,9 +10,9 @@ import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { buildApp, createServices, type Services } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import { openDatabase, type Database } from '../src/db/client.js';
-import { runMigrations } from '../src/db/migrate.js';
-import { WorkerRuntime } from '../src/workers/runtime.js';
+import { openDatabase, type Database } from '../src/platform/database.js';
+import { runMigrations } from '../src/platform/migrate.js';
+import { WorkerRuntime } from '../src/worker-runtime.js';
 import pino from 'pino';
 
 export interface TestContext {

@@ -1,5 +1,5 @@
 /**
- * Listings of unbounded tables (src/domain/listing.ts) through the API: the keyset cursor, the
+ * Listings of unbounded tables (src/platform/listing.ts) through the API: the keyset cursor, the
  * capped count and their refusals, on GET /messages, GET /webhooks/:id/deliveries and
  * GET /messages/bulk-jobs. Rows are written by SQL (as the send path and the event writer would
  * leave them), several sharing one created_at so that the order's tie-break on id is exercised.

@@ -1,6 +1,6 @@
 /** The quota period rule (SQL function waygate_period), on the real database. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/db/client.js';
+import type { Database } from '../src/platform/database.js';
 import { openTestDatabase } from './helpers.js';
 
 let database: Database;

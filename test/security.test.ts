@@ -9,7 +9,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { DashboardSessionService } from '../src/domain/dashboard-sessions.js';
+import { DashboardSessionService } from '../src/directory/dashboard-sessions.js';
 import { RATE_SYNC_MS } from '../src/http/rate-limit.js';
 import { createTenant, createTestApp, expectError, rawExchange, type ErrorBody, type TestContext } from './helpers.js';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
-import { normalizePhone, phoneSearchDigits } from '../src/domain/phone.js';
-import { hashPassword, verifyPassword } from '../src/domain/passwords.js';
-import { AppError, ERROR_STATUS, codeToStatus } from '../src/errors.js';
-import { newId } from '../src/ids.js';
+import { normalizePhone, phoneSearchDigits } from '../src/platform/phone.js';
+import { hashPassword, verifyPassword } from '../src/directory/passwords.js';
+import { AppError, ERROR_STATUS, codeToStatus } from '../src/platform/errors.js';
+import { newId } from '../src/platform/ids.js';
 import { redactUrl } from '../src/http/redact.js';
 
 describe('config', () => {

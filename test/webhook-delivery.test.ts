@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newWebhookSecret } from '../src/outbound/standard-webhooks.js';
 import { GuardedHttp } from '../src/outbound/ssrf.js';
-import { WebhookDelivery } from '../src/workers/webhook-delivery.js';
+import { WebhookDelivery } from '../src/events/webhook-delivery.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { call, expectOk, linkDevice, phone, phones, sendBulk, sendDirect, sleep, waitFor, type DataBody, type PageBody } from './messaging-helpers.js';
 

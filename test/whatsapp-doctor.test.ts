@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { networkMessageIdFor, NETWORK_MESSAGE_ID_SQL } from '../src/domain/message-model.js';
+import { networkMessageIdFor, NETWORK_MESSAGE_ID_SQL } from '../src/messaging/message-model.js';
 import { fetchWebVersion, WaVersionSource } from '../src/network/whatsapp/version.js';
 import { runCli, type CliResult } from './cli-process.js';
 import { openTestDatabase } from './helpers.js';

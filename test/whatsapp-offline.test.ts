@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/platform/ids.js';
 import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
 import { getDevice, sleep, waitFor, type DeviceBody } from './messaging-helpers.js';
 import { realHelpers } from './whatsapp/harness.js';

@@ -5,8 +5,8 @@
  */
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
-import { openDatabase, type Database } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
+import { openDatabase, type Database } from '../../src/platform/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
 
 export const DEFAULT_BENCH_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/waygate_bench';
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);

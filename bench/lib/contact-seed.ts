@@ -7,8 +7,8 @@
  * years. A bench account is reused while it is intact, so re-runs skip the seeding.
  */
 import { randomBytes } from 'node:crypto';
-import type { Database } from '../../src/db/client.js';
-import { AccountService } from '../../src/domain/accounts.js';
+import type { Database } from '../../src/platform/database.js';
+import { AccountService } from '../../src/directory/accounts.js';
 import { FIRST_NAMES, LAST_NAMES, NUMBERING_PLANS, PHONE_MULTIPLIER } from './people.js';
 
 /** Bump when the seeding SQL changes, so old bench accounts are replaced. */

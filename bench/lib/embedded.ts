@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase, type Database } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
-import { AccountService } from '../../src/domain/accounts.js';
-import { TokenService } from '../../src/domain/tokens.js';
+import { openDatabase, type Database } from '../../src/platform/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
+import { AccountService } from '../../src/directory/accounts.js';
+import { TokenService } from '../../src/directory/tokens.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -1,9 +1,9 @@
 /** What the benchmarks do through the product, as a user would: a database, a tenant, a linked device. */
 import pg from 'pg';
-import { openDatabase } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
-import { AccountService } from '../../src/domain/accounts.js';
-import { TokenService } from '../../src/domain/tokens.js';
+import { openDatabase } from '../../src/platform/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
+import { AccountService } from '../../src/directory/accounts.js';
+import { TokenService } from '../../src/directory/tokens.js';
 
 /** Runs `work` on the `test` database for the benchmark's own database (never `test`), named waygate_bench_…. */
 async function administer(url: string, work: (client: pg.Client, name: string) => Promise<void>): Promise<void> {

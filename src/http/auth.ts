@@ -6,8 +6,8 @@
  * per client address when there is no valid credential), then refuse what must be refused.
  */
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
-import type { TokenService, AuthContext, TokenScope } from '../domain/tokens.js';
-import { AppError } from '../errors.js';
+import type { TokenService, AuthContext, TokenScope } from '../directory/tokens.js';
+import { AppError } from '../platform/errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -10,7 +10,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { AppError, codeToStatus, type ErrorCode, type ErrorDetails, type FieldError } from '../errors.js';
+import { AppError, codeToStatus, type ErrorCode, type ErrorDetails, type FieldError } from '../platform/errors.js';
 import { BASE_SECURITY_HEADERS, DATA_CSP, type HeaderDecorator } from './security-headers.js';
 import { UNSAFE_TEXT } from './validation.js';
 

@@ -11,8 +11,8 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import type { Config } from '../config.js';
-import type { Database } from '../db/client.js';
-import { AppError } from '../errors.js';
+import type { Database } from '../platform/database.js';
+import { AppError } from '../platform/errors.js';
 
 type StoreCallback = (error: Error | null, result?: { current: number; ttl: number }) => void;
 

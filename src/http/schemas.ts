@@ -1,6 +1,6 @@
 /** Shared JSON schemas (TypeBox): one source for validation, serialisation and OpenAPI. */
 import Type, { type TSchema } from 'typebox';
-import { ERROR_STATUS, type ErrorCode } from '../errors.js';
+import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
 
 /** Handlers return Date objects; the serialiser writes them as ISO 8601 UTC with milliseconds. */
 export const Timestamp = Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
@@ -21,7 +21,7 @@ export const PageMeta = Type.Object({
   limit: Type.Integer(),
 });
 
-/** Listings of tables without bound (src/domain/listing.ts): `page` or, to walk deep, `cursor`. */
+/** Listings of tables without bound (src/platform/listing.ts): `page` or, to walk deep, `cursor`. */
 export const ListingQuery = {
   ...PageQuery,
   cursor: Type.Optional(

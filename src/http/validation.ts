@@ -2,7 +2,7 @@
  * Request validation: one ajv per kind of input (strict for JSON bodies, coercing for path and
  * query text), and one rule on top of every schema of every route: no string the API takes (path
  * ids, query values, header values, JSON body fields and field names, at any depth) may hold what
- * src/domain/text.ts refuses in any text (control characters other than tab and line breaks,
+ * src/platform/text.ts refuses in any text (control characters other than tab and line breaks,
  * unpaired surrogates), and no number may be infinite. PostgreSQL cannot store such values, so
  * they are a 400 VALIDATION_ERROR naming the field (a path id: 404, no id holds them), never a
  * 500. Ranges of numbers are each schema's own (an integer that reaches a bigint column has a
@@ -11,7 +11,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import { unsafeTextProblem } from '../domain/text.js';
+import { unsafeTextProblem } from '../platform/text.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 

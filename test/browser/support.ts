@@ -14,9 +14,9 @@ import pino from 'pino';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import type { Database } from '../../src/db/client.js';
+import type { Database } from '../../src/platform/database.js';
 import { DASHBOARD_DIST } from '../../src/http/dashboard/plugin.js';
-import { WorkerRuntime } from '../../src/workers/runtime.js';
+import { WorkerRuntime } from '../../src/worker-runtime.js';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REPO_ROOT = path.resolve(DASHBOARD_DIST, '../..');

@@ -6,10 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
-import { openDatabase } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
-import { AccountService } from '../../src/domain/accounts.js';
-import { TokenService } from '../../src/domain/tokens.js';
+import { openDatabase } from '../../src/platform/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
+import { AccountService } from '../../src/directory/accounts.js';
+import { TokenService } from '../../src/directory/tokens.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -13,9 +13,9 @@
  */
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { createBus } from '../../src/db/bus.js';
-import { openDatabase } from '../../src/db/client.js';
-import { runMigrations } from '../../src/db/migrate.js';
+import { createBus } from '../../src/platform/bus.js';
+import { openDatabase } from '../../src/platform/database.js';
+import { runMigrations } from '../../src/platform/migrate.js';
 import { baileysHelpers, baileysSocketFactory, loadBaileys } from '../../src/network/whatsapp/baileys.js';
 import { WaVersionSource } from '../../src/network/whatsapp/version.js';
 import { WhatsAppNetwork } from '../../src/network/whatsapp/whatsapp-network.js';

@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { loadConfig, type WhatsAppConfig } from '../../src/config.js';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/platform/ids.js';
 import type { DeviceInfo, NetworkEvent } from '../../src/network/network.js';
 import { baileysHelpers, loadBaileys } from '../../src/network/whatsapp/baileys.js';
 import type { BaileysHelpers } from '../../src/network/whatsapp/types.js';

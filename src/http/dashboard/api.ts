@@ -11,11 +11,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from '../../app.js';
 import type { Config } from '../../config.js';
-import type { Database } from '../../db/client.js';
-import type { DashboardSession, DashboardSessionService, NewSession } from '../../domain/dashboard-sessions.js';
-import { sameSecret } from '../../domain/dashboard-sessions.js';
-import { TOKEN_SCOPES } from '../../domain/tokens.js';
-import { AppError } from '../../errors.js';
+import type { Database } from '../../platform/database.js';
+import type { DashboardSession, DashboardSessionService, NewSession } from '../../directory/dashboard-sessions.js';
+import { sameSecret } from '../../directory/dashboard-sessions.js';
+import { TOKEN_SCOPES } from '../../directory/tokens.js';
+import { AppError } from '../../platform/errors.js';
 import { installCredentialHooks } from '../auth.js';
 import { deviceStream, type StreamRegistry } from './stream.js';
 import { registerResourceRoutes } from '../routes/resources.js';

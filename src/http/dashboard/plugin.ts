@@ -13,8 +13,8 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
 import type { Services } from '../../app.js';
 import type { Config } from '../../config.js';
-import type { Database } from '../../db/client.js';
-import { DashboardSessionService, DEFAULT_SESSION_LIMITS, type SessionLimits } from '../../domain/dashboard-sessions.js';
+import type { Database } from '../../platform/database.js';
+import { DashboardSessionService, DEFAULT_SESSION_LIMITS, type SessionLimits } from '../../directory/dashboard-sessions.js';
 import { dashboardApi, sessionOf } from './api.js';
 import { StreamRegistry } from './stream.js';
 

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AccountService } from '../../domain/accounts.js';
+import type { AccountService } from '../../directory/accounts.js';
 import { auth } from '../auth.js';
 import { errorResponses, successData, Timestamp } from '../schemas.js';
 

@@ -1,8 +1,8 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ContactService } from '../../domain/contacts.js';
-import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters } from '../../domain/text.js';
-import { AppError } from '../../errors.js';
+import type { ContactService } from '../../directory/contacts.js';
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters } from '../../platform/text.js';
+import { AppError } from '../../platform/errors.js';
 import { auth } from '../auth.js';
 import { errorResponses, FieldErrorSchema, IdParams, PageMeta, PageQuery, SuccessOnly, successData, Timestamp } from '../schemas.js';
 

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { DeviceService } from '../../domain/devices.js';
+import type { DeviceService } from '../../devices/device-service.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EVENT_TYPES, type EventService } from '../../domain/events.js';
+import { EVENT_TYPES, type EventService } from '../../events/event-store.js';
 import { auth } from '../auth.js';
 import { errorResponses, Timestamp } from '../schemas.js';
 

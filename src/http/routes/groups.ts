@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { GroupService } from '../../domain/groups.js';
+import type { GroupService } from '../../directory/groups.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery, ContactSchema } from './contacts.js';

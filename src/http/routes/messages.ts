@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { IdempotencyService } from '../../domain/idempotency.js';
-import type { BulkJobService, MessageService } from '../../domain/messages.js';
+import type { IdempotencyService } from '../../messaging/idempotency.js';
+import type { BulkJobService, MessageService } from '../../messaging/send-service.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, ListingQuery, NullableTimestamp, successData, successListing, Timestamp } from '../schemas.js';
 

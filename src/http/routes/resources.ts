@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../app.js';
-import type { Database } from '../../db/client.js';
+import type { Database } from '../../platform/database.js';
 import { accountRoutes } from './account.js';
 import { contactRoutes } from './contacts.js';
 import { deviceRoutes } from './devices.js';

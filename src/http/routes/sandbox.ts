@@ -1,9 +1,9 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../../db/client.js';
-import { normalizePhone } from '../../domain/phone.js';
+import type { Database } from '../../platform/database.js';
+import { normalizePhone } from '../../platform/phone.js';
 import type { SandboxWorld } from '../../network/sandbox/world.js';
-import { AppError, validationError } from '../../errors.js';
+import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';

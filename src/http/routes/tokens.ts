@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { TOKEN_SCOPES, type TokenService } from '../../domain/tokens.js';
+import { TOKEN_SCOPES, type TokenService } from '../../directory/tokens.js';
 import { auth } from '../auth.js';
 import { BoundedPageQuery } from './contacts.js';
 import { errorResponses, IdParams, NullableTimestamp, successData, successPage, Timestamp } from '../schemas.js';

@@ -7,8 +7,8 @@ import {
   SUBSCRIBABLE_EVENT_TYPES,
   type DeliveryStatus,
   type WebhookService,
-} from '../../domain/webhooks.js';
-import { EVENT_TYPES } from '../../domain/events.js';
+} from '../../events/webhook-service.js';
+import { EVENT_TYPES } from '../../events/event-store.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';

@@ -4,7 +4,7 @@
  * bus notifications wake it early. Sends issued in the same tick for a device go to the world
  * as one batch, which is what lets the sandbox take tens of thousands of messages a second.
  */
-import type { Bus } from '../../db/bus.js';
+import type { Bus } from '../../platform/bus.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
 import type { PhoneRow, SandboxWorld } from './world.js';
 

@@ -8,10 +8,10 @@
  * attempt, then normal.
  */
 import { randomBytes } from 'node:crypto';
-import type { Database } from '../../db/client.js';
-import type { Bus } from '../../db/bus.js';
+import type { Database } from '../../platform/database.js';
+import type { Bus } from '../../platform/bus.js';
 import type { MessageType, OutgoingMessage, SendResult } from '../network.js';
-import { workBudget } from '../../db/work-budget.js';
+import { workBudget } from '../../platform/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
 

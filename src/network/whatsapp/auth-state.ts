@@ -7,7 +7,7 @@
  * A store is fenced: once the session that owns it closes (lease lost, shutdown), it stops
  * writing, so a worker that lost a device cannot overwrite what the new owner writes.
  */
-import type { Database } from '../../db/client.js';
+import type { Database } from '../../platform/database.js';
 import type { AuthState, BaileysHelpers } from './types.js';
 
 const CREDS = 'creds';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
-import type { Bus } from '../../db/bus.js';
-import type { Database } from '../../db/client.js';
+import type { Bus } from '../../platform/bus.js';
+import type { Database } from '../../platform/database.js';
 import { baileysHelpers, baileysSocketFactory, loadBaileys } from './baileys.js';
 import { WaVersionSource } from './version.js';
 import { WhatsAppNetwork } from './whatsapp-network.js';

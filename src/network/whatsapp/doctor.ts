@@ -8,7 +8,7 @@
  */
 import pino from 'pino';
 import type { Config } from '../../config.js';
-import type { Database, Queryable } from '../../db/client.js';
+import type { Database, Queryable } from '../../platform/database.js';
 import { DatabaseAuthStore } from './auth-state.js';
 import { baileysHelpers, baileysSocketFactory, loadBaileys, type BaileysModule } from './baileys.js';
 import { classifyDisconnect, statusCodeOf } from './messages.js';

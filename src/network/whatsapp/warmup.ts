@@ -9,7 +9,7 @@
  * 463 (no privacy token towards a new contact: more first messages to strangers now is ban
  * pressure); the pause is kept in whatsapp_devices too.
  */
-import type { Database } from '../../db/client.js';
+import type { Database } from '../../platform/database.js';
 import type { BulkPolicy } from '../network.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

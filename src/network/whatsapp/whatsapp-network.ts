@@ -22,8 +22,8 @@
  */
 import type { Logger } from 'pino';
 import type { WhatsAppConfig } from '../../config.js';
-import type { Bus } from '../../db/bus.js';
-import type { Database } from '../../db/client.js';
+import type { Bus } from '../../platform/bus.js';
+import type { Database } from '../../platform/database.js';
 import type {
   DeviceInfo,
   Network,

@@ -1,6 +1,6 @@
 /**
  * Webhook endpoints: where an account's events are delivered, which types, and the signing
- * secret. The delivery worker (src/workers/webhook-delivery.ts) sends what the outbox queued;
+ * secret. The delivery worker (src/events/webhook-delivery.ts) sends what the outbox queued;
  * this service manages endpoints and lets the account inspect, retry and replay deliveries.
  *
  * - Active endpoints count against the plan's max_webhooks (null = unlimited), checked under
@@ -10,16 +10,16 @@
  * - The secret never appears in a listing or a read: only in the creation answer, GET …/secret
  *   and the rotation answer. After a rotation the previous secret keeps signing for 24 hours.
  */
-import type { Bus } from '../db/bus.js';
-import type { Database, Queryable } from '../db/client.js';
-import { AppError, validationError } from '../errors.js';
-import { newId } from '../ids.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database, Queryable } from '../platform/database.js';
+import { AppError, validationError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
 import { newWebhookSecret } from '../outbound/standard-webhooks.js';
 import { UnsafeUrlError, type GuardedHttp } from '../outbound/ssrf.js';
-import type { Page } from './contacts.js';
-import { MAX_PAGE_SIZE } from './contacts.js';
-import { appendEvents, EVENT_TYPES, type EventType } from './events.js';
-import type { Lister, Listing, ListingRequest } from './listing.js';
+import type { Page } from '../directory/contacts.js';
+import { MAX_PAGE_SIZE } from '../directory/contacts.js';
+import { appendEvents, EVENT_TYPES, type EventType } from './event-store.js';
+import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
 
 /** The event types an endpoint can subscribe to (test events go only to the endpoint tested). */
 export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type): type is Exclude<EventType, 'webhook.test'> => type !== 'webhook.test');

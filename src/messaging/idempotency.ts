@@ -5,8 +5,8 @@
  * the key is released so the request can be tried again.
  */
 import { createHash } from 'node:crypto';
-import type { Database } from '../db/client.js';
-import { AppError } from '../errors.js';
+import type { Database } from '../platform/database.js';
+import { AppError } from '../platform/errors.js';
 
 export interface StoredResponse {
   statusCode: number;

@@ -6,14 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import QRCode from 'qrcode';
-import type { Bus } from '../db/bus.js';
-import type { Database, Queryable } from '../db/client.js';
-import { AppError } from '../errors.js';
-import { newId } from '../ids.js';
-import type { Page } from './contacts.js';
-import { MAX_PAGE_SIZE, validatePhone } from './contacts.js';
-import { appendEventsSql } from './events.js';
-import { MessageQueue } from './message-queue.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database, Queryable } from '../platform/database.js';
+import { AppError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import type { Page } from '../directory/contacts.js';
+import { MAX_PAGE_SIZE, validatePhone } from '../directory/contacts.js';
+import { appendEventsSql } from '../events/event-store.js';
+import { MessageQueue } from '../messaging/message-queue.js';
 
 export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
 

@@ -4,16 +4,16 @@
  * before bulk, bulk paced by BULK_DELAY_MS with jitter, scheduled messages claimed when due.
  */
 import type { Logger } from 'pino';
-import type { Bus } from '../db/bus.js';
-import type { Database } from '../db/client.js';
-import { appendEventsSql } from '../domain/events.js';
-import { BatchPump } from '../batch-pump.js';
-import { WakeLoop } from '../wake-loop.js';
-import { newId } from '../ids.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database } from '../platform/database.js';
+import { appendEventsSql } from '../events/event-store.js';
+import { BatchPump } from '../platform/batch-pump.js';
+import { WakeLoop } from '../platform/wake-loop.js';
+import { newId } from '../platform/ids.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
-import type { ClaimedMessage, MessageQueue, Outcome } from '../domain/message-queue.js';
+import type { ClaimedMessage, MessageQueue, Outcome } from '../messaging/message-queue.js';
 
 export interface DeviceRunnerOptions {
   device: DeviceInfo;

@@ -9,12 +9,12 @@
  * after it, while sends and receipts keep counting into the job. Node never holds the recipients: the SQL does the work.
  */
 import type { Logger } from 'pino';
-import type { Bus } from '../db/bus.js';
-import type { Database } from '../db/client.js';
-import { NETWORK_MESSAGE_ID_SQL } from '../domain/message-model.js';
-import { completeJobs } from '../domain/message-queue.js';
-import { workBudget } from '../db/work-budget.js';
-import { WakeLoop } from '../wake-loop.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database } from '../platform/database.js';
+import { NETWORK_MESSAGE_ID_SQL } from './message-model.js';
+import { completeJobs } from './message-queue.js';
+import { workBudget } from '../platform/work-budget.js';
+import { WakeLoop } from '../platform/wake-loop.js';
 
 const LOOPS = 2;
 const IDLE_MS = 1_000;

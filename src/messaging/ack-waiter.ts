@@ -4,7 +4,7 @@
  * before the messages are written, so an acknowledgement that comes at once is not missed; a
  * poll backs the bus up, so a lost notification only costs latency.
  */
-import type { Bus } from '../db/bus.js';
+import type { Bus } from '../platform/bus.js';
 import type { MessageRow } from './message-model.js';
 
 const POLL_MS = 500;

@@ -4,7 +4,7 @@
  * every listener also polls, so a lost notification only costs latency.
  */
 import pg from 'pg';
-import type { Database } from './client.js';
+import type { Database } from './database.js';
 
 export type BusChannel = 'waygate_dispatch' | 'waygate_acks' | 'waygate_devices' | 'waygate_sandbox' | 'waygate_webhooks' | 'waygate_tokens';
 /** `detail` is set only for local deliveries: in-process data that saves the listener a query. */

@@ -4,8 +4,8 @@
  * event_seq, bumped under its row lock, so concurrent writers queue and a rolled-back change
  * leaves no hole), and queued for every active webhook endpoint that wants its type.
  */
-import type { Database, Queryable } from '../db/client.js';
-import { AppError } from '../errors.js';
+import type { Database, Queryable } from '../platform/database.js';
+import { AppError } from '../platform/errors.js';
 
 export const EVENT_TYPES = ['message.received', 'message.status', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled', 'webhook.test'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

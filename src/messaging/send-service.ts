@@ -3,15 +3,15 @@
  * direct send that waits for the network's acknowledgement; more recipients, or any group, is
  * a bulk job whose recipients are frozen at acceptance and fanned out into messages by a worker.
  */
-import type { Bus } from '../db/bus.js';
-import type { Database, Queryable } from '../db/client.js';
-import { BatchPump } from '../batch-pump.js';
-import { AppError, type FieldError } from '../errors.js';
-import { newId } from '../ids.js';
-import { messageTransitions } from '../metrics.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database, Queryable } from '../platform/database.js';
+import { BatchPump } from '../platform/batch-pump.js';
+import { AppError, type FieldError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import { messageTransitions } from '../platform/metrics.js';
 import type { MessageType } from '../network/network.js';
 import type { AckWaiter } from './ack-waiter.js';
-import type { Lister, Listing, ListingRequest } from './listing.js';
+import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
 import {
   BULK_JOB_COLUMNS,
   MESSAGE_TYPES,
@@ -23,9 +23,9 @@ import {
   type MessageRow,
   type MessageStatus,
 } from './message-model.js';
-import { appendEvents } from './events.js';
+import { appendEvents } from '../events/event-store.js';
 import { cancelMessages, completeJobs, type ClaimedMessage } from './message-queue.js';
-import { normalizePhone } from './phone.js';
+import { normalizePhone } from '../platform/phone.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota.js';
 
 export const DIRECT_SEND_MAX = 10;

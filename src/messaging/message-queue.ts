@@ -4,13 +4,13 @@
  * `claimed_by` is still this worker. Every batch of outcomes is one transaction, with the job
  * counters and quota refunds it causes.
  */
-import type { Database, Queryable } from '../db/client.js';
+import type { Database, Queryable } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
 import type { IncomingMedia, MessageType } from '../network/network.js';
 import type { MessageRow } from './message-model.js';
-import { messageTransitions } from '../metrics.js';
-import { workBudget } from '../db/work-budget.js';
-import { appendEvents, appendEventsSql, type EventType } from './events.js';
+import { messageTransitions } from '../platform/metrics.js';
+import { workBudget } from '../platform/work-budget.js';
+import { appendEvents, appendEventsSql, type EventType } from '../events/event-store.js';
 import { refundQuota } from './quota.js';
 
 /** An event to append at the end of a transaction, after every row it locks. */

@@ -7,8 +7,8 @@
  * HMAC keyed by it, so changing the secret signs every user out.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Database } from '../db/client.js';
-import { AppError } from '../errors.js';
+import type { Database } from '../platform/database.js';
+import { AppError } from '../platform/errors.js';
 import type { AccountService } from './accounts.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 

@@ -3,16 +3,16 @@
  * housekeeping. start() and stop() are explicit; stop() drains.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { Bus } from '../db/bus.js';
-import type { Database } from '../db/client.js';
-import { IdempotencyService } from '../domain/idempotency.js';
-import { createNetwork } from '../network/create-network.js';
-import type { Network } from '../network/network.js';
-import { GuardedHttp } from '../outbound/ssrf.js';
-import { BulkFanout } from './bulk-fanout.js';
-import { DeviceSupervisor } from './device-supervisor.js';
-import { WebhookDelivery } from './webhook-delivery.js';
+import type { Config } from './config.js';
+import type { Bus } from './platform/bus.js';
+import type { Database } from './platform/database.js';
+import { IdempotencyService } from './messaging/idempotency.js';
+import { createNetwork } from './network/create-network.js';
+import type { Network } from './network/network.js';
+import { GuardedHttp } from './outbound/ssrf.js';
+import { BulkFanout } from './messaging/bulk-fanout.js';
+import { DeviceSupervisor } from './devices/device-supervisor.js';
+import { WebhookDelivery } from './events/webhook-delivery.js';
 
 const HOUSEKEEPING_MS = 10 * 60_000;
 /** GET /events promises at least 30 days. */

@@ -18,10 +18,10 @@
  * and retries are claimed in turn, so a fresh event never waits behind the endpoint's backlog.
  */
 import type { Logger } from 'pino';
-import type { Bus } from '../db/bus.js';
-import type { Database } from '../db/client.js';
-import { webhookAttempts } from '../metrics.js';
-import { WakeLoop } from '../wake-loop.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database } from '../platform/database.js';
+import { webhookAttempts } from '../platform/metrics.js';
+import { WakeLoop } from '../platform/wake-loop.js';
 import { webhookHeaders } from '../outbound/standard-webhooks.js';
 import { type GuardedHttp, unsafeCause } from '../outbound/ssrf.js';
 

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Database } from './db/client.js';
+import type { Database } from './database.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'waygate_' });

@@ -1,9 +1,9 @@
 /** Groups: named sets of an account's contacts. contactsCount is kept exact by triggers. */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import type { Database, Db } from '../db/client.js';
-import { contacts, groupMembers, groups } from '../db/schema.js';
-import { AppError } from '../errors.js';
-import { newId } from '../ids.js';
+import type { Database, Db } from '../platform/database.js';
+import { contacts, groupMembers, groups } from '../platform/schema.js';
+import { AppError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
 import { isPossibleId, MAX_PAGE_SIZE, validateName, type Contact, type Page } from './contacts.js';
 
 export interface Group {

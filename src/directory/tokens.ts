@@ -5,11 +5,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { and, count, desc, eq, isNull, lt, or } from 'drizzle-orm';
-import type { Bus } from '../db/bus.js';
-import type { Database } from '../db/client.js';
-import { apiTokens } from '../db/schema.js';
-import { AppError } from '../errors.js';
-import { newId } from '../ids.js';
+import type { Bus } from '../platform/bus.js';
+import type { Database } from '../platform/database.js';
+import { apiTokens } from '../platform/schema.js';
+import { AppError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
 import { MAX_PAGE_SIZE, type Page } from './contacts.js';
 
 export const TOKEN_SCOPES = [

@@ -4,7 +4,7 @@
  * runs in turn in the server's own thread: an API request waits for the one already running, so
  * no background statement may run long (each of these takes some tens of milliseconds there).
  */
-import type { Database } from './client.js';
+import type { Database } from './database.js';
 
 export interface WorkBudget {
   /** Messages per dispatch claim and outcome statement. */

@@ -2,8 +2,8 @@
  * Message quota of the plan's current period. A message counts when accepted (one per
  * recipient) and is refunded when it ends FAILED or CANCELLED, in the period it was counted in.
  */
-import type { Queryable } from '../db/client.js';
-import { AppError } from '../errors.js';
+import type { Queryable } from '../platform/database.js';
+import { AppError } from '../platform/errors.js';
 
 /**
  * The SQL that reserves $n messages for account $1 in the period of `a` (a CTE with quota and

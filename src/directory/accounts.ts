@@ -1,9 +1,9 @@
 /** Accounts (tenants), their dashboard users, plans and the usage of the current quota period. */
 import { eq, sql } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
-import { accounts, plans, users } from '../db/schema.js';
-import { AppError } from '../errors.js';
-import { newId } from '../ids.js';
+import type { Database } from '../platform/database.js';
+import { accounts, plans, users } from '../platform/schema.js';
+import { AppError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
 import { hashPassword } from './passwords.js';
 import type { Plan, PlanPeriod } from './plans.js';
 

@@ -16,9 +16,9 @@
  * position, never a permission: every query still filters by the caller's account, so another
  * account's cursor only positions the walk within the caller's own rows.
  */
-import type { Database } from '../db/client.js';
-import { validationError } from '../errors.js';
-import { MAX_PAGE_SIZE } from './contacts.js';
+import type { Database } from './database.js';
+import { validationError } from './errors.js';
+import { MAX_PAGE_SIZE } from '../directory/contacts.js';
 
 export interface ListingMeta {
   total: number;

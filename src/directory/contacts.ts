@@ -1,12 +1,12 @@
 /** Contacts of an account: unique by phone number, searchable by name or phone digits. */
-import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters, unsafeTextProblem } from './text.js';
+import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters, unsafeTextProblem } from '../platform/text.js';
 import { and, eq, sql } from 'drizzle-orm';
-import type { Database, PreparedStatement } from '../db/client.js';
-import { contacts } from '../db/schema.js';
-import { AppError, type FieldError } from '../errors.js';
-import { newId } from '../ids.js';
+import type { Database, PreparedStatement } from '../platform/database.js';
+import { contacts } from '../platform/schema.js';
+import { AppError, type FieldError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
 import { isUniqueViolation } from './accounts.js';
-import { normalizePhone, phoneSearchDigits } from './phone.js';
+import { normalizePhone, phoneSearchDigits } from '../platform/phone.js';
 
 export interface Contact {
   id: string;
