@@ -5,6 +5,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import type { DeviceJson, DeviceStatus } from '../src/devices/device-record.js';
 import type { BulkJobJson, MessageJson, MessageStatus } from '../src/messaging/message-record.js';
 import { createTestApp, json, type Tenant, type TestContext } from './helpers.js';
 
@@ -43,20 +44,9 @@ export interface DataBody<T> {
   data: T;
 }
 
-export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
-export interface DeviceBody {
-  id: string;
-  name: string;
-  status: DeviceStatus;
-  phoneNumber: string | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-  connectedAt: string | null;
-  disconnectedAt: string | null;
-  loggedOutAt: string | null;
-  removedAt: string | null;
-}
+/** Devices as the API writes them: the server's one definition of the record. */
+export type { DeviceStatus } from '../src/devices/device-record.js';
+export type DeviceBody = DeviceJson;
 export interface QrBody {
   code: string;
   image: string;

@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TObject } from 'typebox';
 import { appendEventsSql } from '../src/events/event-store.js';
-import { DeviceSchema } from '../src/http/routes/devices.js';
+import { DeviceSchema } from '../src/devices/device-record.js';
+import { DeviceSchema as RouteDeviceSchema } from '../src/http/routes/devices.js';
 import { BulkJobSchema, MessageSchema } from '../src/messaging/message-record.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { call, expectOk } from './messaging-helpers.js';
@@ -136,6 +137,10 @@ describe('SQL record functions equal the API', () => {
       answers.push(api);
     }
     expectCoverage(BulkJobSchema, answers);
+  });
+
+  it('the devices route answers with the one device record', () => {
+    expect(JSON.stringify(RouteDeviceSchema)).toBe(JSON.stringify(DeviceSchema));
   });
 
   it('waygate_device_json equals GET /devices/:id', async () => {

@@ -27,19 +27,8 @@ export interface SessionState {
   csrfToken: string | null;
 }
 
-export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
-export interface Device {
-  id: string;
-  name: string;
-  status: DeviceStatus;
-  phoneNumber: string | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-  connectedAt: string | null;
-  disconnectedAt: string | null;
-  loggedOutAt: string | null;
-}
+/** Devices as the API writes them: the server's one definition (type-only, timestamps as ISO strings). */
+export type { DeviceJson as Device, DeviceStatus } from '../../src/devices/device-record';
 export interface DeviceQr {
   code: string;
   image: string;
