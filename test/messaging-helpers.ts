@@ -5,6 +5,8 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import type { DeviceJson, DeviceStatus } from '../src/devices/device-record.js';
+import type { BulkJobJson, MessageJson, MessageStatus } from '../src/messaging/message-record.js';
 import { createTestApp, json, type Tenant, type TestContext } from './helpers.js';
 
 /**
@@ -42,20 +44,9 @@ export interface DataBody<T> {
   data: T;
 }
 
-export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
-export interface DeviceBody {
-  id: string;
-  name: string;
-  status: DeviceStatus;
-  phoneNumber: string | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-  connectedAt: string | null;
-  disconnectedAt: string | null;
-  loggedOutAt: string | null;
-  removedAt: string | null;
-}
+/** Devices as the API writes them: the server's one definition of the record. */
+export type { DeviceStatus } from '../src/devices/device-record.js';
+export type DeviceBody = DeviceJson;
 export interface QrBody {
   code: string;
   image: string;
@@ -67,30 +58,9 @@ export interface CreatedDeviceBody {
   qr: QrBody | null;
 }
 
-export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
-export interface MessageBody {
-  id: string;
-  direction: 'out' | 'in';
-  deviceId: string;
-  jobId: string | null;
-  to: string | null;
-  from: string | null;
-  type: string;
-  content: string;
-  mediaUrl: string | null;
-  status: MessageStatus;
-  attempts: number;
-  error: { code: string; message: string } | null;
-  scheduledAt: string | null;
-  createdAt: string;
-  queuedAt: string | null;
-  sentAt: string | null;
-  deliveredAt: string | null;
-  readAt: string | null;
-  failedAt: string | null;
-  cancelledAt: string | null;
-  receivedAt: string | null;
-}
+/** Messages and bulk jobs as the API writes them: the server's one definition of the records. */
+export type { BulkJobStatus as JobStatus, MessageStatus } from '../src/messaging/message-record.js';
+export type MessageBody = MessageJson;
 export interface DirectSendBody {
   success: true;
   message: MessageBody;
@@ -105,23 +75,7 @@ export interface BulkSendBody {
   totalContacts: number;
 }
 
-export type JobStatus = 'SCHEDULED' | 'PROCESSING' | 'COMPLETED' | 'CANCELLED';
-export interface BulkJobBody {
-  id: string;
-  status: JobStatus;
-  deviceId: string;
-  type: string;
-  totalContacts: number;
-  sentCount: number;
-  failedCount: number;
-  deliveredCount: number;
-  readCount: number;
-  cancelledCount: number;
-  scheduledAt: string | null;
-  createdAt: string;
-  completedAt: string | null;
-  cancelledAt: string | null;
-}
+export type BulkJobBody = BulkJobJson;
 
 export interface SandboxMessageBody {
   networkMessageId: string;

@@ -1,4 +1,5 @@
 /** The shapes the API answers with (see the API reference in the README). */
+import type { MessageJson } from '../../src/messaging/message-record';
 
 export interface Page<T> {
   success?: true;
@@ -26,19 +27,8 @@ export interface SessionState {
   csrfToken: string | null;
 }
 
-export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
-export interface Device {
-  id: string;
-  name: string;
-  status: DeviceStatus;
-  phoneNumber: string | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-  connectedAt: string | null;
-  disconnectedAt: string | null;
-  loggedOutAt: string | null;
-}
+/** Devices as the API writes them: the server's one definition (type-only, timestamps as ISO strings). */
+export type { DeviceJson as Device, DeviceStatus } from '../../src/devices/device-record';
 export interface DeviceQr {
   code: string;
   image: string;
@@ -81,51 +71,23 @@ export interface Member extends Contact {
   addedAt: string;
 }
 
-export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
-export interface Message {
-  id: string;
-  direction: 'out' | 'in';
-  deviceId: string;
-  jobId: string | null;
-  to: string | null;
-  from: string | null;
-  type: string;
-  content: string;
-  mediaUrl: string | null;
-  status: MessageStatus;
-  attempts: number;
-  error: { code: string; message: string } | null;
-  scheduledAt: string | null;
-  createdAt: string;
-  sentAt: string | null;
-  deliveredAt: string | null;
-  readAt: string | null;
-  failedAt: string | null;
-}
-
-export type JobStatus = 'SCHEDULED' | 'PROCESSING' | 'COMPLETED' | 'CANCELLED';
-export interface BulkJob {
-  id: string;
-  status: JobStatus;
-  deviceId: string;
-  type: string;
-  totalContacts: number;
-  sentCount: number;
-  failedCount: number;
-  deliveredCount: number;
-  readCount: number;
-  cancelledCount: number;
-  scheduledAt: string | null;
-  createdAt: string;
-  completedAt: string | null;
-  cancelledAt: string | null;
-}
+/**
+ * Messages and bulk jobs as the API writes them: the server's one definition of these records
+ * (src/messaging/message-record.ts), with timestamps as ISO strings. Type-only, so Vite bundles
+ * nothing from the server.
+ */
+export type {
+  BulkJobJson as BulkJob,
+  BulkJobStatus as JobStatus,
+  MessageJson as Message,
+  MessageStatus,
+} from '../../src/messaging/message-record';
 
 export interface SendResult {
   success: true;
   // Direct send
-  message?: Message;
-  messages?: Message[];
+  message?: MessageJson;
+  messages?: MessageJson[];
   async?: boolean;
   // Bulk job
   jobId?: string;

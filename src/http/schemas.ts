@@ -1,9 +1,10 @@
 /** Shared JSON schemas (TypeBox): one source for validation, serialisation and OpenAPI. */
 import Type, { type TSchema } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
+import { DateTime } from '../platform/record-schema.js';
 
-/** Handlers return Date objects; the serialiser writes them as ISO 8601 UTC with milliseconds. */
-export const Timestamp = Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
+/** Handlers return Date objects (or the ISO string); the serialiser writes them as ISO 8601 UTC with milliseconds. */
+export const Timestamp = Type.Unsafe<Date | string>(DateTime);
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });

@@ -1,10 +1,13 @@
-/** Message and bulk-job records as the API shows them, and the rules of their states. */
+/**
+ * Message and bulk-job rows and their mapping to the records the API shows (the records
+ * themselves are defined once, in message-record.ts), and the rules of their states.
+ */
 import { createHash } from 'node:crypto';
-import type { IncomingMedia, MessageType } from '../network/network.js';
+import type { IncomingMedia } from '../network/network.js';
+import { MessageTypeSchema, type BulkJob, type BulkJobStatus, type Message, type MessageStatus, type MessageType } from './message-record.js';
 
-export type MessageStatus = 'SCHEDULED' | 'QUEUED' | 'SENDING' | 'SENT' | 'DELIVERED' | 'READ' | 'FAILED' | 'CANCELLED' | 'RECEIVED';
-export type BulkJobStatus = 'SCHEDULED' | 'PROCESSING' | 'COMPLETED' | 'CANCELLED';
-export const MESSAGE_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'];
+export type { BulkJob, BulkJobJson, BulkJobStatus, Message, MessageJson, MessageStatus } from './message-record.js';
+export const MESSAGE_TYPES: readonly MessageType[] = MessageTypeSchema.enum;
 export const FINAL_STATUSES: readonly MessageStatus[] = ['FAILED', 'CANCELLED', 'READ'];
 
 /**
@@ -20,34 +23,6 @@ export function networkMessageIdFor(messageId: string): string {
 /** The same derivation in SQL, for messages created by INSERT ... SELECT. */
 export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string =>
   `'3EB0' || upper(substr(encode(sha256(convert_to(${idExpression}, 'UTF8')), 'hex'), 1, 18))`;
-
-export interface Message {
-  id: string;
-  direction: 'out' | 'in';
-  deviceId: string;
-  jobId: string | null;
-  to: string | null;
-  from: string | null;
-  /** Incoming on WhatsApp: the sender's LID (`<digits>@lid`), when the network used or told it. */
-  fromLid: string | null;
-  type: MessageType;
-  content: string;
-  mediaUrl: string | null;
-  /** Incoming media: what the network says about it (the file stays on the network). */
-  media: IncomingMedia | null;
-  status: MessageStatus;
-  attempts: number;
-  error: { code: string; message: string } | null;
-  scheduledAt: Date | null;
-  createdAt: Date;
-  queuedAt: Date | null;
-  sentAt: Date | null;
-  deliveredAt: Date | null;
-  readAt: Date | null;
-  failedAt: Date | null;
-  cancelledAt: Date | null;
-  receivedAt: Date | null;
-}
 
 export interface MessageRow {
   id: string;
@@ -76,6 +51,7 @@ export interface MessageRow {
   received_at: Date | null;
 }
 
+/** The one place that maps a message's columns to its fields (waygate_message_json does the same in SQL, kept equal by test/record-contract.test.ts). */
 export const toMessage = (r: MessageRow): Message => ({
   id: r.id,
   direction: r.direction,
@@ -102,23 +78,6 @@ export const toMessage = (r: MessageRow): Message => ({
   receivedAt: r.received_at,
 });
 
-export interface BulkJob {
-  id: string;
-  status: BulkJobStatus;
-  deviceId: string;
-  type: MessageType;
-  totalContacts: number;
-  sentCount: number;
-  failedCount: number;
-  deliveredCount: number;
-  readCount: number;
-  cancelledCount: number;
-  scheduledAt: Date | null;
-  createdAt: Date;
-  completedAt: Date | null;
-  cancelledAt: Date | null;
-}
-
 export interface BulkJobRow {
   id: string;
   status: BulkJobStatus;
@@ -139,6 +98,7 @@ export interface BulkJobRow {
 export const BULK_JOB_COLUMNS =
   'id, status, device_id, type, total_contacts, sent_count, failed_count, delivered_count, read_count, cancelled_count, scheduled_at, created_at, completed_at, cancelled_at';
 
+/** The one place that maps a bulk job's columns to its fields (waygate_job_json does the same in SQL, kept equal by test/record-contract.test.ts). */
 export const toBulkJob = (r: BulkJobRow): BulkJob => ({
   id: r.id,
   status: r.status,

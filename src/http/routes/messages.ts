@@ -3,66 +3,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { IdempotencyService } from '../../messaging/idempotency.js';
 import type { BulkJobService, MessageService } from '../../messaging/send-service.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, ListingQuery, NullableTimestamp, successData, successListing, Timestamp } from '../schemas.js';
+import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
+import { errorResponses, IdParams, ListingQuery, successData, successListing } from '../schemas.js';
 
-const MessageStatus = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
-const MessageType = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' });
-const JobStatus = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
-const NullableString = Type.Union([Type.String(), Type.Null()]);
-
-export const MessageSchema = Type.Object({
-  id: Type.String(),
-  direction: Type.Union([Type.Literal('out'), Type.Literal('in')]),
-  deviceId: Type.String(),
-  jobId: NullableString,
-  to: Type.Union([Type.String(), Type.Null()], { description: 'Recipient of an outgoing message' }),
-  from: Type.Union([Type.String(), Type.Null()], { description: 'Sender of an incoming message' }),
-  type: MessageType,
-  content: Type.String({ description: 'Text, or the caption of a media message' }),
-  mediaUrl: NullableString,
-  media: Type.Union(
-    [
-      Type.Object({
-        mimeType: Type.String(),
-        fileName: Type.Optional(Type.String()),
-        sizeBytes: Type.Optional(Type.Integer()),
-        seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
-      }),
-      Type.Null(),
-    ],
-    { description: 'An incoming media message: what the network says about the file (the file itself stays on the network)' },
-  ),
-  status: MessageStatus,
-  attempts: Type.Integer(),
-  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
-  scheduledAt: NullableTimestamp,
-  createdAt: Timestamp,
-  queuedAt: NullableTimestamp,
-  sentAt: NullableTimestamp,
-  deliveredAt: NullableTimestamp,
-  readAt: NullableTimestamp,
-  failedAt: NullableTimestamp,
-  cancelledAt: NullableTimestamp,
-  receivedAt: NullableTimestamp,
-  fromLid: Type.Union([Type.String(), Type.Null()], { description: "Incoming on WhatsApp: the sender's LID (<digits>@lid) when WhatsApp addressed them by it; `from` is their number when known" }),
-});
-
-export const BulkJobSchema = Type.Object({
-  id: Type.String(),
-  status: JobStatus,
-  deviceId: Type.String(),
-  type: MessageType,
-  totalContacts: Type.Integer(),
-  sentCount: Type.Integer({ description: 'Messages SENT or further along' }),
-  failedCount: Type.Integer(),
-  deliveredCount: Type.Integer(),
-  readCount: Type.Integer(),
-  cancelledCount: Type.Integer(),
-  scheduledAt: NullableTimestamp,
-  createdAt: Timestamp,
-  completedAt: NullableTimestamp,
-  cancelledAt: NullableTimestamp,
-});
+/** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
+const MessageStatus = MessageStatusSchema;
+const JobStatus = BulkJobStatusSchema;
 
 const Phone = Type.String({ minLength: 1, maxLength: 40 });
 

@@ -1,0 +1,15 @@
+-- A message as the API shows it (MessageSchema in src/messaging/message-record.ts, mapped by
+-- toMessage in src/messaging/message-model.ts), for the payloads of message.status and
+-- message.received. test/record-contract.test.ts keeps it equal to toMessage.
+CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'id', m.id, 'direction', m.direction, 'deviceId', m.device_id, 'jobId', m.job_id,
+    'to', CASE WHEN m.direction = 'out' THEN m.peer END, 'from', CASE WHEN m.direction = 'in' THEN m.peer END,
+    'fromLid', m.peer_lid,
+    'type', m.type, 'content', m.content, 'mediaUrl', m.media_url, 'status', m.status, 'attempts', m.attempts,
+    'error', CASE WHEN m.error_code IS NULL THEN NULL ELSE jsonb_build_object('code', m.error_code, 'message', COALESCE(m.error_message, '')) END,
+    'scheduledAt', waygate_ts(m.scheduled_at), 'createdAt', waygate_ts(m.created_at), 'queuedAt', waygate_ts(m.queued_at),
+    'sentAt', waygate_ts(m.sent_at), 'deliveredAt', waygate_ts(m.delivered_at), 'readAt', waygate_ts(m.read_at),
+    'failedAt', waygate_ts(m.failed_at), 'cancelledAt', waygate_ts(m.cancelled_at), 'receivedAt', waygate_ts(m.received_at),
+    'media', m.media)
+$$;

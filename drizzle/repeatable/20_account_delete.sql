@@ -1,0 +1,10 @@
+-- Removing an account removes its events and messages: the foreign keys that did it were
+-- dropped from the hot inserts (migrations 0019 and 0021); the trigger accounts_delete_events
+-- (created in 0019) calls this on the rare account delete.
+CREATE OR REPLACE FUNCTION waygate_delete_account_events() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM events WHERE account_id = OLD.id;
+  DELETE FROM messages WHERE account_id = OLD.id;
+  RETURN OLD;
+END
+$$;

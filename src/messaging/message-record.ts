@@ -1,0 +1,94 @@
+/**
+ * The one definition of the message and bulk-job records: the fields, their order, their types
+ * and their API descriptions. Everything else derives from these schemas:
+ *
+ * - the routes answer with them (src/http/routes/messages.ts), so Fastify validates nothing
+ *   twice and serialises in this field order, timestamps as ISO 8601 UTC with milliseconds;
+ * - `Message`/`BulkJob` (Static: timestamps are Date) are what the mappers toMessage/toBulkJob
+ *   in message-model.ts return: the one place that maps columns to fields;
+ * - `MessageJson`/`BulkJobJson` (timestamps are strings) are the records as JSON, which the
+ *   dashboard (dashboard/src/types.ts) and the tests (test/messaging-helpers.ts) import as types;
+ * - the SQL functions that build the same records for event payloads in the statement that
+ *   changes the state (waygate_message_json, waygate_job_json in drizzle/repeatable/) are kept
+ *   equal to the mappers by test/record-contract.test.ts.
+ *
+ * Imports nothing but typebox (and the record pieces in src/platform/record-schema.ts), so the
+ * dashboard can import its types (type-only) without pulling in server code.
+ */
+import Type, { type Static } from 'typebox';
+import { DateTime, NullableDateTime, type Jsonified } from '../platform/record-schema.js';
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
+export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' });
+export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
+
+export const IncomingMediaSchema = Type.Object({
+  mimeType: Type.String(),
+  fileName: Type.Optional(Type.String()),
+  sizeBytes: Type.Optional(Type.Integer()),
+  seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
+});
+
+/** A message, sent or received. The API writes the fields in this order. */
+export const MessageSchema = Type.Object({
+  id: Type.String(),
+  direction: Type.Union([Type.Literal('out'), Type.Literal('in')]),
+  deviceId: Type.String(),
+  jobId: NullableString,
+  to: Type.Union([Type.String(), Type.Null()], { description: 'Recipient of an outgoing message' }),
+  from: Type.Union([Type.String(), Type.Null()], { description: 'Sender of an incoming message' }),
+  type: MessageTypeSchema,
+  content: Type.String({ description: 'Text, or the caption of a media message' }),
+  mediaUrl: NullableString,
+  media: Type.Union([IncomingMediaSchema, Type.Null()], {
+    description: 'An incoming media message: what the network says about the file (the file itself stays on the network)',
+  }),
+  status: MessageStatusSchema,
+  attempts: Type.Integer(),
+  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+  scheduledAt: NullableDateTime,
+  createdAt: DateTime,
+  queuedAt: NullableDateTime,
+  sentAt: NullableDateTime,
+  deliveredAt: NullableDateTime,
+  readAt: NullableDateTime,
+  failedAt: NullableDateTime,
+  cancelledAt: NullableDateTime,
+  receivedAt: NullableDateTime,
+  fromLid: Type.Union([Type.String(), Type.Null()], {
+    description: "Incoming on WhatsApp: the sender's LID (<digits>@lid) when WhatsApp addressed them by it; `from` is their number when known",
+  }),
+});
+
+/** A bulk job with its live counters. The API writes the fields in this order. */
+export const BulkJobSchema = Type.Object({
+  id: Type.String(),
+  status: BulkJobStatusSchema,
+  deviceId: Type.String(),
+  type: MessageTypeSchema,
+  totalContacts: Type.Integer(),
+  sentCount: Type.Integer({ description: 'Messages SENT or further along' }),
+  failedCount: Type.Integer(),
+  deliveredCount: Type.Integer(),
+  readCount: Type.Integer(),
+  cancelledCount: Type.Integer(),
+  scheduledAt: NullableDateTime,
+  createdAt: DateTime,
+  completedAt: NullableDateTime,
+  cancelledAt: NullableDateTime,
+});
+
+export type MessageStatus = Static<typeof MessageStatusSchema>;
+export type MessageType = Static<typeof MessageTypeSchema>;
+export type BulkJobStatus = Static<typeof BulkJobStatusSchema>;
+export type IncomingMedia = Static<typeof IncomingMediaSchema>;
+
+/** A message on the server (timestamps are Date). */
+export type Message = Static<typeof MessageSchema>;
+/** A message as the API and the webhook events show it (timestamps are ISO strings). */
+export type MessageJson = Jsonified<Message>;
+/** A bulk job on the server (timestamps are Date). */
+export type BulkJob = Static<typeof BulkJobSchema>;
+/** A bulk job as the API and the webhook events show it (timestamps are ISO strings). */
+export type BulkJobJson = Jsonified<BulkJob>;
