@@ -1,10 +1,13 @@
 /**
  * Nothing starves, on the embedded database (PGlite) a new user starts with, the server run as
- * `waygate serve` in a child process, everything on 127.0.0.1:
+ * `waygate serve` in a child process, everything on 127.0.0.1. The product is built first and run
+ * as `npm start` runs it (`node dist/cli.js serve`); BENCH_STARVATION_SERVER=tsx runs src/cli.ts
+ * through the tsx loader instead (no build; the loader adds about 60 MB of resident memory).
  *
  *   (a) the webhook-backlog hang at full scale: BACKLOG deliveries due to an endpoint whose URL
  *       is refused at once (a private address, ALLOW_PRIVATE_URLS off). /healthz p99 ≤ 100 ms
- *       while it is worked through, peak RSS ≤ 400 MB, SIGTERM exits within 10 s.
+ *       while it is worked through, peak RSS (VmHWM, the process's whole life) ≤ 400 MB,
+ *       SIGTERM exits within 10 s.
  *   (b) a JOB-recipient bulk job, with a webhook endpoint receiving its events: the API's p99
  *       (/healthz, GET /messages/bulk-jobs/:id, GET /devices/:id in turn) while it runs ≤ 250 ms;
  *       the same probes on the idle server, measured first in the same run, are the baseline.
@@ -16,6 +19,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  buildProduct,
   createEmbeddedTenant,
   probeLatencies,
   seedWebhookBacklog,
@@ -33,6 +37,9 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 100_000);
 const JOB = Number(process.env.BENCH_JOB ?? 30_000);
 const RETRIES = Number(process.env.BENCH_RETRIES ?? 50_000);
 const FRESH_EVENTS = 40;
+const SERVER = process.env.BENCH_STARVATION_SERVER ?? 'built';
+if (SERVER !== 'built' && SERVER !== 'tsx') throw new Error(`BENCH_STARVATION_SERVER must be built or tsx, not ${SERVER}`);
+const START = { built: SERVER === 'built' };
 
 const ms = (value: number): string => `${value.toFixed(0)} ms`;
 const summary = (latencies: number[]): { p50: number; p99: number; max: number } => {
@@ -81,7 +88,7 @@ async function withTenant<T>(prefix: string, work: (tenant: EmbeddedTenant, serv
 async function backlogHang(checks: Check[]): Promise<void> {
   await withTenant('waygate-bench-backlog', async (tenant, servers) => {
     const endpointId = await withEmbeddedDatabase(tenant, (database) => seedWebhookBacklog(database, tenant.accountId, { url: 'http://127.0.0.1:9/hook', count: BACKLOG }));
-    const server = await startEmbeddedServer(tenant, { ALLOW_PRIVATE_URLS: 'false' });
+    const server = await startEmbeddedServer(tenant, { ALLOW_PRIVATE_URLS: 'false' }, START);
     servers.push(server);
     // The same server idle first: PGlite alone is most of a process's memory.
     await probeLatencies(`${server.origin}/healthz`, 3_000);
@@ -89,7 +96,18 @@ async function backlogHang(checks: Check[]): Promise<void> {
     const patched = await api(server.origin, tenant.token, 'PATCH', `/webhooks/${endpointId}`, { active: true });
     if (patched.status !== 200) throw new Error(`PATCH /webhooks answered ${patched.status}`);
     const started = Date.now();
+    // The resident set now, every 250 ms while the backlog is worked through, beside the peak.
+    let sampledMax = 0;
+    let split = server.rssSplitMb();
+    const sampler = setInterval(() => {
+      const now = server.rssMb();
+      if (now >= sampledMax) {
+        sampledMax = now;
+        split = server.rssSplitMb();
+      }
+    }, 250);
     const latencies = await probeLatencies(`${server.origin}/healthz`, 20_000, { timeoutMs: 10_000 });
+    clearInterval(sampler);
     const seconds = (Date.now() - started) / 1000;
     const rss = server.peakRssMb();
     const exitMs = await server.terminate(20_000);
@@ -100,7 +118,13 @@ async function backlogHang(checks: Check[]): Promise<void> {
     checks.push(
       { metric: `(a) backlog of ${BACKLOG.toLocaleString('en')} refused: /healthz p99 (p50, max)`, measured: `${ms(p99)} (${ms(p50)}, ${ms(max)}; ${latencies.length} probes in ${seconds.toFixed(0)} s)`, target: '<= 100 ms', pass: p99 <= 100 },
       { metric: '(a) refused attempts recorded meanwhile', measured: `${attempted!.n.toLocaleString('en')} (${Math.round(attempted!.n / seconds).toLocaleString('en')}/s)`, target: '', pass: undefined },
-      { metric: '(a) server peak RSS (VmHWM)', measured: `${rss.toFixed(0)} MB (idle before: ${idleRss.toFixed(0)} MB)`, target: '<= 400 MB', pass: rss <= 400 },
+      { metric: `(a) server peak RSS (VmHWM), ${SERVER === 'built' ? 'node dist/cli.js' : 'through tsx'}`, measured: `${rss.toFixed(0)} MB (idle before: ${idleRss.toFixed(0)} MB)`, target: '<= 400 MB', pass: rss <= 400 },
+      {
+        metric: '(a) RSS sampled during the backlog: highest (anonymous + file)',
+        measured: `${sampledMax.toFixed(0)} MB (${split.anonymous.toFixed(0)} + ${split.file.toFixed(0)} MB)`,
+        target: '',
+        pass: undefined,
+      },
       { metric: '(a) SIGTERM to exit', measured: Number.isFinite(exitMs) ? ms(exitMs) : 'killed after 20 s', target: '<= 10000 ms', pass: exitMs <= 10_000 },
     );
   });
@@ -110,7 +134,7 @@ async function jobLatency(checks: Check[]): Promise<void> {
   const receiver = await startReceiver();
   try {
     await withTenant('waygate-bench-job', async (tenant, servers) => {
-      const server = await startEmbeddedServer(tenant, { ALLOW_PRIVATE_URLS: 'true', RATE_LIMIT_PER_MINUTE: '10000000', SANDBOX_RECEIPT_MS: '500' });
+      const server = await startEmbeddedServer(tenant, { ALLOW_PRIVATE_URLS: 'true', RATE_LIMIT_PER_MINUTE: '10000000', SANDBOX_RECEIPT_MS: '500' }, START);
       servers.push(server);
       const { origin } = server;
       const deviceId = await linkDevice(origin, tenant.token);
@@ -168,7 +192,7 @@ async function freshBesideBacklog(checks: Check[]): Promise<void> {
   try {
     await withTenant('waygate-bench-fresh', async (tenant, servers) => {
       await withEmbeddedDatabase(tenant, (database) => seedWebhookBacklog(database, tenant.accountId, { url: receiver.url, count: RETRIES, attempts: 1, active: true }));
-      const server = await startEmbeddedServer(tenant, { ALLOW_PRIVATE_URLS: 'true', RATE_LIMIT_PER_MINUTE: '10000000' });
+      const server = await startEmbeddedServer(tenant, { ALLOW_PRIVATE_URLS: 'true', RATE_LIMIT_PER_MINUTE: '10000000' }, START);
       servers.push(server);
       const { origin } = server;
       const deviceId = await linkDevice(origin, tenant.token);
@@ -207,10 +231,14 @@ async function freshBesideBacklog(checks: Check[]): Promise<void> {
 export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const checks: Check[] = [];
   const only = process.env.BENCH_STARVATION_ONLY;
+  if (START.built) {
+    console.log('Building the product (npm run build) …');
+    buildProduct();
+  }
   if (!only || only === 'a') await backlogHang(checks);
   if (!only || only === 'b') await jobLatency(checks);
   if (!only || only === 'c') await freshBesideBacklog(checks);
   console.log(formatTable(checks));
-  await writeResults('starvation', { backlog: BACKLOG, job: JOB, retries: RETRIES, checks });
+  await writeResults('starvation', { backlog: BACKLOG, job: JOB, retries: RETRIES, server: SERVER, checks });
   return { passed: allPassed(checks) };
 }

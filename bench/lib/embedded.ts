@@ -3,7 +3,7 @@
  * directory), as a child process of its own, on 127.0.0.1. Used by the starvation benchmark and
  * by the test that replays the webhook-backlog hang at reduced scale.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -91,14 +91,31 @@ export interface EmbeddedServer {
   peakRssMb(): number;
   /** The process's resident set now (VmRSS), in MB. */
   rssMb(): number;
+  /** The process's resident set now split by /proc/PID/smaps_rollup: anonymous memory and file-backed pages, in MB. */
+  rssSplitMb(): { anonymous: number; file: number };
   /** SIGTERM, then the milliseconds until the process exited (SIGKILL after `killAfterMs`, and then Infinity). */
   terminate(killAfterMs?: number): Promise<number>;
 }
 
+export interface StartOptions {
+  /**
+   * true: `node dist/cli.js serve`, the built product as `npm start` runs it (build it first:
+   * buildProduct()). false (default): `src/cli.ts` through the tsx loader, no build needed (tests);
+   * the loader and the TypeScript it compiles add about 60 MB to the process's resident set.
+   */
+  built?: boolean;
+}
+
+/** `npm run build`, for servers started with `built: true`. */
+export function buildProduct(): void {
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
+}
+
 /** Starts `waygate serve` (role all) on the tenant's data directory; resolves once it listens. */
-export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<string, string> = {}): Promise<EmbeddedServer> {
+export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<string, string> = {}, options: StartOptions = {}): Promise<EmbeddedServer> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const command = options.built ? [path.join(ROOT, 'dist/cli.js'), 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
+  const child = spawn(process.execPath, command, {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: '', DATA_DIR: tenant.dataDir, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', NETWORK: 'sandbox', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -132,6 +149,11 @@ export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<st
     output,
     peakRssMb: () => procStatusMb(child.pid!, 'VmHWM'),
     rssMb: () => procStatusMb(child.pid!, 'VmRSS'),
+    rssSplitMb: () => {
+      const rollup = fs.readFileSync(`/proc/${child.pid!}/smaps_rollup`, 'utf8');
+      const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0);
+      return { anonymous: kb('Anonymous') / 1024, file: (kb('Rss') - kb('Anonymous')) / 1024 };
+    },
     async terminate(killAfterMs = 20_000) {
       if (child.exitCode !== null || child.signalCode !== null) return 0;
       const started = performance.now();
