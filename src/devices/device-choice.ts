@@ -8,7 +8,7 @@ import type { Queryable } from '../platform/database.js';
 import { AppError } from '../platform/errors.js';
 
 /** Devices that can send, now or once reconnected. */
-export const SENDABLE_DEVICE_STATUSES = ['CONNECTED', 'DISCONNECTED'] as const;
+const SENDABLE_DEVICE_STATUSES = ['CONNECTED', 'DISCONNECTED'] as const;
 
 /**
  * SQL: a subquery with at most one row (id, status): the device to send from for account

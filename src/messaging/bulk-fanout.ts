@@ -20,8 +20,6 @@ import { existingIds } from './message-store.js';
 const LOOPS = 2;
 const IDLE_MS = 1_000;
 
-export { bulkMessageId, bulkMessageIdSql } from './job-store.js';
-
 export class BulkFanout {
   private readonly loops: WakeLoop[];
   private readonly chunkSize: number;

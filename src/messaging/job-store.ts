@@ -156,7 +156,7 @@ export async function holdJobChunk(tx: Queryable, jobId: string, chunk: number):
 }
 
 /** The id of the message at 1-based `position` of job `jobId`'s recipient list (SQL and JS agree). */
-export const bulkMessageIdSql = (jobIdSql: string, positionSql: string): string => `'msg_' || substr(${jobIdSql}, 5) || lpad((${positionSql})::text, 7, '0')`;
+const bulkMessageIdSql = (jobIdSql: string, positionSql: string): string => `'msg_' || substr(${jobIdSql}, 5) || lpad((${positionSql})::text, 7, '0')`;
 export const bulkMessageId = (jobId: string, position: number): string => `msg_${jobId.slice(4)}${String(position).padStart(7, '0')}`;
 
 /** Inserts the messages of recipients start+1 .. start+size of the job; returns how many. */

@@ -31,7 +31,7 @@ export interface FinalizeSummary {
 }
 
 /** Backoff for transient failures: 1 s, 2 s, 4 s … capped at 5 min, with ±20% jitter. */
-export function retryDelayMs(attempt: number): number {
+function retryDelayMs(attempt: number): number {
   const base = Math.min(300_000, 1000 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }

@@ -76,7 +76,7 @@ export async function reserveQuota(tx: Queryable, accountId: string, count: numb
 }
 
 /** Messages counted in the account's period (every shard, refunds included). */
-export async function usedInPeriod(db: Queryable, accountId: string, periodStart: Date): Promise<number> {
+async function usedInPeriod(db: Queryable, accountId: string, periodStart: Date): Promise<number> {
   const [usage] = await db.query<{ used: number }>(
     'SELECT COALESCE(sum(messages_used), 0)::int AS used FROM usage_periods WHERE account_id = $1 AND period_start = $2',
     [accountId, periodStart],

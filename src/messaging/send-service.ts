@@ -25,9 +25,9 @@ import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
 
 export type { DirectSendHost } from './dispatch.js';
 
-export const DIRECT_SEND_MAX = 10;
-export const MAX_TEXT_LENGTH = 4096;
-export const MAX_CAPTION_LENGTH = 1024;
+const DIRECT_SEND_MAX = 10;
+const MAX_TEXT_LENGTH = 4096;
+const MAX_CAPTION_LENGTH = 1024;
 const PAST_TOLERANCE_MS = 60_000;
 const MAX_AHEAD_MS = 365 * 24 * 3600 * 1000;
 const TIMEZONE = /(Z|[+-]\d{2}:?\d{2})$/i;
