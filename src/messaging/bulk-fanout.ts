@@ -14,6 +14,7 @@ import type { Bus } from '../platform/bus.js';
 import type { Database } from '../platform/database.js';
 import { workBudget } from '../platform/work-budget.js';
 import { WakeLoop } from '../platform/wake-loop.js';
+import { wakeOwner } from './dispatch.js';
 import * as jobs from './job-store.js';
 import { existingIds } from './message-store.js';
 
@@ -74,8 +75,7 @@ export class BulkFanout {
     });
     if (!result) return false;
     this.log.debug({ jobId, chunk, inserted: result.inserted }, 'bulk fan-out chunk');
-    this.bus.local('waygate_dispatch', result.device);
-    this.bus.publishSoon('waygate_dispatch', result.device);
+    wakeOwner(this.bus, result.device);
     return true;
   }
 

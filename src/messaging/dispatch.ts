@@ -31,7 +31,8 @@ export interface Dispatcher {
   wake(deviceId: string): void;
 }
 
-function wakeOwner(bus: Bus, deviceId: string): void {
+/** Wakes a device's owner: at once if it is in this process, by NOTIFY (coalesced) if it is elsewhere. */
+export function wakeOwner(bus: Bus, deviceId: string): void {
   bus.local('waygate_dispatch', deviceId);
   bus.publishSoon('waygate_dispatch', deviceId);
 }
