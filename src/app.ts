@@ -19,6 +19,7 @@ import { DeviceService } from './devices/device-service.js';
 import { EventService } from './events/event-store.js';
 import { IdempotencyService } from './messaging/idempotency.js';
 import { BulkJobService, MessageService } from './messaging/send-service.js';
+import { InProcessDispatcher, NotifyDispatcher, type DirectSendHost } from './messaging/dispatch.js';
 import { createSandboxWorld } from './network/create-network.js';
 import type { SandboxWorld } from './network/sandbox/world.js';
 import { ContactService } from './directory/contacts.js';
@@ -60,8 +61,14 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export function createServices(database: Database, config: Config): Services {
+export interface ServiceOptions {
+  /** The worker in this process (role all), once it runs: direct sends are handed to it at once (see dispatch.ts). */
+  directHost?: () => DirectSendHost | undefined;
+}
+
+export function createServices(database: Database, config: Config, options: ServiceOptions = {}): Services {
   const bus = createBus(database);
+  const dispatcher = options.directHost ? new InProcessDispatcher(bus, options.directHost) : new NotifyDispatcher(bus);
   const acks = new AckWaiter(bus);
   // Checks the URLs of webhook endpoints when they are stored (the delivery worker has its own client).
   const http = new GuardedHttp(config.allowPrivateUrls);
@@ -73,7 +80,7 @@ export function createServices(database: Database, config: Config): Services {
     contacts: new ContactService(database),
     groups: new GroupService(database),
     devices: new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' }),
-    messages: new MessageService(database, bus, acks, config.sendWaitMs, lister),
+    messages: new MessageService(database, acks, config.sendWaitMs, lister, dispatcher),
     bulkJobs: new BulkJobService(database, lister),
     idempotency: new IdempotencyService(database),
     events: new EventService(database),

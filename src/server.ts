@@ -29,7 +29,8 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
   let worker: WorkerRuntime | undefined;
   let workerDatabase: Database | undefined;
   let control: { close(): Promise<void> } | undefined;
-  const services = createServices(database, config);
+  // One process serving both roles: direct sends skip the queue round trip (see dispatch.ts).
+  const services = createServices(database, config, role === 'all' ? { directHost: () => worker?.supervisor } : {});
   try {
     await runMigrations(database);
     app = await buildApp({ config, database, services, apiRoutes: role !== 'worker' });
@@ -41,8 +42,6 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
         : database.background();
       worker = new WorkerRuntime(config, workerDatabase, services.bus, app.log as unknown as Logger);
       await worker.start();
-      // One process serving both roles: direct sends skip the queue round trip (see DirectSendHost).
-      if (role === 'all') services.messages.directHost = worker.supervisor;
     }
     // A worker has only ops routes, and listens only where asked (WORKER_PORT), so it never takes
     // the API's port on the same machine.

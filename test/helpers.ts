@@ -68,14 +68,13 @@ export async function createTestApp(
     ...env,
   });
   const database = await openTestDatabase();
-  const services = createServices(database, config);
+  let worker: WorkerRuntime | undefined;
+  const services = createServices(database, config, options.directHandOver !== false ? { directHost: () => worker?.supervisor } : {});
   const app = await buildApp({ config, database, services, ...(options.logStream ? { logStream: options.logStream } : {}) });
   await app.ready();
-  let worker: WorkerRuntime | undefined;
   if (options.worker) {
     worker = new WorkerRuntime(config, database, services.bus, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
     await worker.start();
-    if (options.directHandOver !== false) services.messages.directHost = worker.supervisor;
   }
   return {
     app,

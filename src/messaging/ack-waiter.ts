@@ -23,7 +23,7 @@ export class AckWaiter {
 
   constructor(bus: Bus) {
     this.unsubscribe = bus.subscribe('waygate_acks', (payload, detail) => {
-      const rows = new Map((Array.isArray(detail) ? (detail as MessageRow[]) : []).map((row) => [row.id, row]));
+      const rows = new Map((detail ?? []).map((row) => [row.id, row]));
       for (const id of payload.split(',')) for (const ack of this.tickets.get(id) ?? []) ack(id, rows.get(id));
     });
   }

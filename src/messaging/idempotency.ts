@@ -17,7 +17,7 @@ const KEEP_HOURS = 24;
 const WAIT_FOR_FIRST_MS = 30_000;
 
 /** A canonical hash of a JSON body: key order does not matter. */
-export function hashBody(body: unknown): string {
+function hashBody(body: unknown): string {
   const canonical = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(canonical);
     if (value && typeof value === 'object') {

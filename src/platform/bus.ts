@@ -5,23 +5,38 @@
  */
 import pg from 'pg';
 import type { Database } from './database.js';
+import type { MessageRow } from '../messaging/message-model.js';
 
-export type BusChannel = 'waygate_dispatch' | 'waygate_acks' | 'waygate_devices' | 'waygate_sandbox' | 'waygate_webhooks' | 'waygate_tokens';
-/** `detail` is set only for local deliveries: in-process data that saves the listener a query. */
-type Handler = (payload: string, detail?: unknown) => void;
+/**
+ * The channels, each with the in-process `detail` its local deliveries may carry (data that
+ * saves the listener a query; never sent through NOTIFY).
+ */
+export interface BusChannels {
+  /** A device id (messages to send), 'fanout', or 'cancel:<jobId>'. */
+  waygate_dispatch: never;
+  /** Comma-separated ids of direct sends whose outcome is written; locally, their rows as written. */
+  waygate_acks: MessageRow[];
+  waygate_devices: never;
+  waygate_sandbox: never;
+  waygate_webhooks: never;
+  waygate_tokens: never;
+}
+export type BusChannel = keyof BusChannels;
+/** `detail` is set only for local deliveries. */
+type Handler<C extends BusChannel = BusChannel> = (payload: string, detail?: BusChannels[C]) => void;
 
 export interface Bus {
   /** Notifies every process, this one included (through LISTEN). */
   publish(channel: BusChannel, payload: string): Promise<void>;
   /** Notifies this process's subscribers now, without a round trip (they may hear a publish of the same news again). */
-  local(channel: BusChannel, payload: string, detail?: unknown): void;
+  local<C extends BusChannel>(channel: C, payload: string, detail?: BusChannels[C]): void;
   /**
    * Notifies every process soon: identical notifications raised in the same tick go out as one
    * NOTIFY, outside any data-writing transaction (PostgreSQL serialises the commits of
    * transactions that notify, so a NOTIFY inside every request's transaction caps throughput).
    */
   publishSoon(channel: BusChannel, payload: string): void;
-  subscribe(channel: BusChannel, handler: Handler): () => void;
+  subscribe<C extends BusChannel>(channel: C, handler: Handler<C>): () => void;
   close(): Promise<void>;
 }
 
@@ -43,9 +58,10 @@ function coalescer(publish: (channel: BusChannel, payload: string) => Promise<vo
 }
 
 export function createBus(database: Database): Bus {
-  const handlers = new Map<string, Set<Handler>>();
-  const deliver = (channel: string, payload: string, detail?: unknown): void => {
-    for (const handler of handlers.get(channel) ?? []) {
+  // Keyed by channel: a channel's handlers are only ever given that channel's detail.
+  const handlers = new Map<string, Set<Handler<never>>>();
+  const deliver = <C extends BusChannel>(channel: C | string, payload: string, detail?: BusChannels[C]): void => {
+    for (const handler of (handlers.get(channel) ?? []) as Set<Handler<C>>) {
       try {
         handler(payload, detail);
       } catch {

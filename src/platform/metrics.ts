@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from './database.js';
+import { countWaiting } from '../messaging/message-store.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'waygate_' });
@@ -60,7 +61,7 @@ new Gauge({
   help: 'Messages waiting to be sent whose time has come (QUEUED, or SCHEDULED and due)',
   registers: [registry],
   async collect() {
-    const n = await fromDatabase(async (db) => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE due_at <= now()'))[0]?.n);
+    const n = await fromDatabase((db) => countWaiting(db, 'due'));
     if (n !== undefined) this.set(n);
   },
 });
@@ -70,7 +71,7 @@ new Gauge({
   help: 'Messages waiting for a time in the future',
   registers: [registry],
   async collect() {
-    const n = await fromDatabase(async (db) => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE due_at > now()'))[0]?.n);
+    const n = await fromDatabase((db) => countWaiting(db, 'scheduled'));
     if (n !== undefined) this.set(n);
   },
 });

@@ -1,0 +1,221 @@
+/**
+ * Every statement on the messages table, one named function each. The table is the queue: only
+ * the worker holding a device's lease claims its messages (SKIP LOCKED, direct sends first,
+ * oldest first), and what it writes about a claimed message is written only while `claimed_by`
+ * is still that worker. Outcomes and receipts, which also count into jobs and write events, are
+ * in outcomes.ts; the direct-send insert is in accept.ts.
+ */
+import type { Queryable } from '../platform/database.js';
+import type { ListingSource } from '../platform/listing.js';
+import type { IncomingMedia, MessageType } from '../network/network.js';
+import { appendEventsSql } from '../events/event-store.js';
+import type { MessageRow, MessageStatus } from './message-model.js';
+import { CANCELLABLE_STATUSES, UNSETTLED_STATUSES, sqlList } from './message-states.js';
+import { START_JOBS_SQL } from './job-store.js';
+import { messageTransitions } from '../platform/metrics.js';
+import { REFUND_SQL } from './quota-store.js';
+
+/** A message claimed for sending, as the device runner hands it to the network. */
+export interface ClaimedMessage {
+  id: string;
+  accountId: string;
+  jobId: string | null;
+  to: string;
+  type: MessageType;
+  content: string;
+  mediaUrl: string | null;
+  networkMessageId: string;
+  attempts: number;
+  priority: number;
+}
+
+/**
+ * Claims up to `limit` due messages of a device (priority 0 only when `onlyDirect`), and starts
+ * their SCHEDULED jobs, in one statement. waygate_due_messages walks the queue index in order
+ * (SKIP LOCKED) whatever the statistics say; the statement is unnamed (planned on each call), as
+ * a plan kept from when the table was small would scan it.
+ */
+export async function claimDue(db: Queryable, workerId: string, deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
+  const rows = await db.query<{ id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null; network_message_id: string; attempts: number; priority: number }>(
+    `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
+     claimed AS (
+       UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
+         FROM due WHERE m.id = due.id
+       RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.network_message_id, m.attempts, m.priority),
+     started AS (${START_JOBS_SQL('claimed')})
+     SELECT * FROM claimed`,
+    [deviceId, limit, workerId, onlyDirect ? 0 : 1],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    jobId: r.job_id,
+    to: r.peer,
+    type: r.type,
+    content: r.content,
+    mediaUrl: r.media_url,
+    networkMessageId: r.network_message_id,
+    attempts: r.attempts,
+    priority: r.priority,
+  }));
+}
+
+/** When the next waiting message of the device becomes due (null: none waiting). */
+export async function nextDueAt(db: Queryable, deviceId: string): Promise<Date | null> {
+  const [row] = await db.query<{ due_at: Date | null }>(`SELECT min(due_at) AS due_at FROM messages WHERE device_id = $1 AND due_at IS NOT NULL`, [deviceId]);
+  return row?.due_at ?? null;
+}
+
+/** Puts messages claimed by `workerId` back untouched (it lost the device before handing them over). */
+export async function releaseClaimed(db: Queryable, workerId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `UPDATE messages SET status = 'QUEUED', due_at = now(), claimed_by = NULL, attempts = GREATEST(0, attempts - 1)
+      WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2`,
+    [ids, workerId],
+  );
+}
+
+/** Messages a dead owner left in SENDING go back to the queue (resent with the same network id). */
+export async function recoverSending(db: Queryable, deviceId: string): Promise<number> {
+  const rows = await db.query(`UPDATE messages SET status = 'QUEUED', due_at = now(), claimed_by = NULL WHERE device_id = $1 AND status = 'SENDING' RETURNING id`, [deviceId]);
+  return rows.length;
+}
+
+/** Which messages to cancel: a client's cancel, a job's waiting messages, or a worker's claimed ones. */
+export type CancelTarget =
+  | { message: string }
+  | { job: string }
+  | { claimedBy: string; ids: string[] };
+
+function cancelWhere(target: CancelTarget): { where: string; params: unknown[] } {
+  if ('message' in target) return { where: `id = $1 AND status IN ${sqlList(CANCELLABLE_STATUSES)}`, params: [target.message] };
+  if ('job' in target) return { where: `job_id = $1 AND status IN ${sqlList(CANCELLABLE_STATUSES)}`, params: [target.job] };
+  return { where: `id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2`, params: [target.ids, target.claimedBy] };
+}
+
+/**
+ * The one way messages become CANCELLED: counted into their jobs and refunded, in one
+ * statement. Returns how many, and the jobs they belong to (which the caller may complete).
+ */
+export async function cancelMessages(tx: Queryable, target: CancelTarget): Promise<{ count: number; jobIds: string[] }> {
+  const { where, params } = cancelWhere(target);
+  const rows = await tx.query<{ job_id: string | null; n: number }>(
+    `WITH c AS (
+       UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
+        WHERE ${where}
+       RETURNING job_id, account_id, quota_period_start),
+     per_job AS (SELECT job_id, count(*)::int AS n FROM c WHERE job_id IS NOT NULL GROUP BY job_id),
+     jobs AS (UPDATE bulk_jobs j SET cancelled_count = j.cancelled_count + c.n FROM per_job c WHERE j.id = c.job_id RETURNING 1),
+     refunded AS (${REFUND_SQL('(SELECT account_id, quota_period_start AS period_start, 1 AS n FROM c)')})
+     SELECT job_id, count(*)::int AS n FROM c GROUP BY job_id`,
+    params,
+  );
+  const count = rows.reduce((sum, r) => sum + r.n, 0);
+  if (count > 0) messageTransitions.inc({ status: 'CANCELLED' }, count);
+  return {
+    count,
+    jobIds: rows.map((r) => r.job_id).filter((jobId): jobId is string => jobId !== null),
+  };
+}
+
+/** The status of a message, locked for a cancel. */
+export async function lockMessageStatus(tx: Queryable, accountId: string, id: string): Promise<MessageStatus | undefined> {
+  const [row] = await tx.query<{ status: MessageStatus }>('SELECT status FROM messages WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
+  return row?.status;
+}
+
+export async function getMessage(db: Queryable, accountId: string, id: string): Promise<MessageRow | undefined> {
+  const [row] = await db.query<MessageRow>('SELECT * FROM messages WHERE id = $1 AND account_id = $2', [id, accountId]);
+  return row;
+}
+
+export async function getMessages(db: Queryable, ids: string[]): Promise<MessageRow[]> {
+  return db.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
+}
+
+/** How many of the messages may still be sent or fail. */
+export async function countUnsettled(db: Queryable, ids: string[]): Promise<number> {
+  const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE id = ANY($1::text[]) AND status IN ${sqlList(UNSETTLED_STATUSES)}`, [ids]);
+  return row?.n ?? 0;
+}
+
+/** Which of these ids exist. */
+export async function existingIds(db: Queryable, ids: string[]): Promise<Set<string>> {
+  return new Set((await db.query<{ id: string }>('SELECT id FROM messages WHERE id = ANY($1::text[])', [ids])).map((row) => row.id));
+}
+
+/** How many messages a job has so far. */
+export async function countJobMessages(db: Queryable, jobId: string): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE job_id = $1', [jobId]);
+  return row?.n ?? 0;
+}
+
+/** Messages waiting whose time has come (the queue depth), or whose time is still ahead. */
+export async function countWaiting(db: Queryable, which: 'due' | 'scheduled'): Promise<number> {
+  const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE due_at ${which === 'due' ? '<=' : '>'} now()`);
+  return row?.n ?? 0;
+}
+
+export interface MessageFilter {
+  status?: MessageStatus | undefined;
+  jobId?: string | undefined;
+  deviceId?: string | undefined;
+  direction?: 'in' | 'out' | undefined;
+  /** A normalised phone number. */
+  peer?: string | undefined;
+}
+
+export function messageListingSource(accountId: string, filter: MessageFilter): ListingSource {
+  const where = ['m.account_id = $1'];
+  const params: unknown[] = [accountId];
+  const columns = { status: 'm.status', jobId: 'm.job_id', deviceId: 'm.device_id', direction: 'm.direction', peer: 'm.peer' } as const;
+  for (const [key, column] of Object.entries(columns) as [keyof MessageFilter, string][]) {
+    if (!filter[key]) continue;
+    params.push(filter[key]);
+    where.push(`${column} = $${params.length}`);
+  }
+  return { kind: 'messages', table: 'messages m', alias: 'm', where, params };
+}
+
+export interface IncomingMessage {
+  networkMessageId: string;
+  from: string;
+  fromLid?: string | undefined;
+  type: MessageType;
+  content: string;
+  mediaUrl?: string | undefined;
+  media?: IncomingMedia | undefined;
+  at: Date;
+}
+
+/** Stores an incoming message with its message.received event, in one statement; false for a redelivery. */
+export async function storeIncoming(db: Queryable, deviceId: string, incoming: IncomingMessage, id: string): Promise<boolean> {
+  const rows = await db.query(
+    `WITH ins AS (
+       INSERT INTO messages (id, account_id, device_id, direction, peer, peer_lid, type, content, media_url, media, status, network_message_id, received_at, created_at)
+       SELECT $1, d.account_id, d.id, 'in', $3, $10, $4, $5, $6, $9::jsonb, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
+       ON CONFLICT (device_id, network_message_id) DO NOTHING
+       RETURNING id, account_id, waygate_message_json(messages) AS event_data),
+     src AS (SELECT account_id, 'message.received' AS type, event_data AS data FROM ins),
+     ${appendEventsSql('src')}
+     SELECT id FROM ins`,
+    [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at, incoming.media ? JSON.stringify(incoming.media) : null, incoming.fromLid ?? null],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * SQL (a data-modifying CTE body): inserts accepted direct sends. `source` is a table expression
+ * with (id, account_id, device_id, peer, type, content, media_url, status, due_at, nid,
+ * period_start, scheduled_at, local); a `local` one is inserted SENDING, claimed by the worker
+ * `workerId` (a SQL expression) and counted as its first attempt, for an in-process hand-over.
+ */
+export const INSERT_DIRECT_SQL = (source: string, workerId: string): string => `
+  INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, priority, due_at,
+                        network_message_id, quota_period_start, scheduled_at, queued_at, claimed_by, attempts)
+  SELECT s.id, s.account_id, s.device_id, 'out', s.peer, s.type, s.content, s.media_url, CASE WHEN s.local THEN 'SENDING' ELSE s.status END, 0,
+         CASE WHEN s.local THEN NULL ELSE s.due_at END, s.nid, s.period_start, s.scheduled_at, CASE WHEN s.status = 'QUEUED' THEN now() END,
+         CASE WHEN s.local THEN ${workerId} END, CASE WHEN s.local THEN 1 ELSE 0 END
+    FROM ${source} s
+  RETURNING 1`;

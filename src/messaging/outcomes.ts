@@ -1,0 +1,162 @@
+/**
+ * Where a sent message's fate is written: the network's answer (SENT, FAILED, or QUEUED again
+ * for a retry), a device that can no longer send (FAILED), and delivery and read receipts. Each
+ * is one statement that changes the messages, counts them into their jobs, completes the jobs
+ * that are done, refunds what failed, and appends the events, so the state change and its
+ * events commit together. Locks are taken in the one order every writer uses: messages, then
+ * jobs, then the account (for the event seq).
+ */
+import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
+import type { Receipt } from '../network/network.js';
+import { appendEventsSql } from '../events/event-store.js';
+import type { MessageRow } from './message-model.js';
+import { COUNT_INTO_JOBS_SQL } from './job-store.js';
+import { RECEIPT_FROM, sqlList, statusesBefore } from './message-states.js';
+import { REFUND_SQL } from './quota-store.js';
+
+export interface Failure {
+  id: string;
+  code: string;
+  message: string;
+}
+
+export interface Retry extends Failure {
+  dueAt: Date;
+}
+
+/** SQL: the columns every outcome CTE returns. */
+const RETURNED = (m: string): string =>
+  `${m} AS message, ${m}.account_id, ${m}.job_id, ${m}.priority, ${m}.quota_period_start, waygate_message_json(${m}) AS event_data`;
+
+/**
+ * SQL: the CTEs after `sent` and `failed` (each with RETURNED's columns): refunds for the failed,
+ * counts into their jobs (completing those that are done), and the message.status and
+ * bulk_job.completed events. `first` (CTE names) run before the jobs are counted, so their locks
+ * come before those of the jobs and the account.
+ */
+const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
+  refunded AS (${REFUND_SQL('(SELECT account_id, quota_period_start AS period_start, 1 AS n FROM failed)')}),
+  ended AS (
+    SELECT job_id, true AS sent FROM sent WHERE job_id IS NOT NULL
+    UNION ALL
+    SELECT job_id, false FROM failed WHERE job_id IS NOT NULL AND ${['refunded', ...first].map((cte) => `(SELECT count(*) FROM ${cte})`).join(' + ')} >= 0),
+  counts AS (SELECT job_id, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE NOT sent)::int AS failed, count(*)::int AS n FROM ended GROUP BY job_id),
+  jobs AS (${COUNT_INTO_JOBS_SQL('counts', { sent_count: 'c.sent', failed_count: 'c.failed' }, 'c.n')}),
+  src AS (
+    SELECT account_id, 'message.status' AS type, event_data AS data FROM sent
+    UNION ALL
+    SELECT account_id, 'message.status', event_data FROM failed
+    UNION ALL
+    SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
+  ${appendEventsSql('src')}`;
+
+/** SQL: messages claimed by worker $2, and still SENDING, among `ids`. */
+const CLAIMED = (m: string, ids: string): string => `${m}.id = ANY(${ids}) AND ${m}.status = 'SENDING' AND ${m}.claimed_by = $2`;
+
+/**
+ * The network's answers for messages claimed by a worker, in one statement: SENT ($1), FAILED
+ * ($3-$5), QUEUED again for a retry ($6-$9). Returns the rows of the direct sends (priority 0)
+ * that ended, as written, for their waiting requests. Key lookups and inserts only, so it is
+ * planned once per connection (planning cost more than running it for small batches).
+ */
+const OUTCOMES: Omit<PreparedStatement, 'values'> = {
+  name: 'messages_outcomes',
+  genericPlan: true,
+  text: `WITH sent AS (
+     UPDATE messages m SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
+      WHERE ${CLAIMED('m', '$1::text[]')}
+      RETURNING ${RETURNED('m')}),
+   failed AS (
+     UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
+       FROM unnest($3::text[], $4::text[], $5::text[]) AS f(id, code, message)
+      WHERE ${CLAIMED('m', '$3::text[]')} AND m.id = f.id
+      RETURNING ${RETURNED('m')}),
+   retried AS (
+     UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
+       FROM unnest($6::text[], $7::timestamptz[], $8::text[], $9::text[]) AS r(id, due_at, code, message)
+      WHERE ${CLAIMED('m', '$6::text[]')} AND m.id = r.id
+      RETURNING 1),
+   ${COUNT_REFUND_AND_EVENTS(['retried'])}
+   SELECT (message).* FROM sent WHERE priority = 0
+   UNION ALL
+   SELECT (message).* FROM failed WHERE priority = 0`,
+};
+
+/** Writes the network's answers for messages claimed by `workerId`; returns the direct sends' rows as written. */
+export async function writeOutcomes(db: Database, workerId: string, sent: string[], failed: Failure[], retry: Retry[]): Promise<MessageRow[]> {
+  return db.queryPrepared<MessageRow>({
+    ...OUTCOMES,
+    values: [
+      sent,
+      workerId,
+      failed.map((f) => f.id),
+      failed.map((f) => f.code),
+      failed.map((f) => f.message),
+      retry.map((r) => r.id),
+      retry.map((r) => r.dueAt),
+      retry.map((r) => r.code),
+      retry.map((r) => r.message),
+    ],
+  });
+}
+
+/** Fails every message of a device that may still be sent (the device was logged out or removed); returns how many. */
+export async function failWaiting(db: Queryable, deviceId: string, code: string, message: string): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `WITH sent AS (SELECT NULL::text AS account_id, NULL::text AS job_id, NULL::jsonb AS event_data WHERE false),
+     failed AS (
+       UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = $2, error_message = $3
+        WHERE m.device_id = $1 AND m.status IN ${sqlList(statusesBefore('FAILED'))}
+        RETURNING ${RETURNED('m')}),
+     ${COUNT_REFUND_AND_EVENTS()}
+     SELECT count(*)::int AS n FROM failed`,
+    [deviceId, code, message],
+  );
+  return row?.n ?? 0;
+}
+
+/**
+ * Applies one kind of receipt, forward only, in one statement: a READ that overtakes DELIVERED
+ * lands READ and stays there, a receipt for a message still SENDING also counts it as sent, and
+ * a consumer sees every step (a receipt that overtook SENT or DELIVERED also writes the step it
+ * skipped, just before its own). Timestamps never go backwards either: the network's receipt
+ * time may be earlier than the sentAt stamped on its acknowledgement. Returns how many changed.
+ */
+export async function applyReceipts(db: Queryable, deviceId: string, status: 'DELIVERED' | 'READ', receipts: Receipt[]): Promise<number> {
+  const set =
+    status === 'DELIVERED'
+      ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
+      : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
+         sent_at = COALESCE(m.sent_at, o.at)`;
+  const [row] = await db.query<{ changed: number }>(
+    `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
+          o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
+                  SELECT m.id, m.status FROM messages m
+                   WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}
+                   FOR UPDATE) AS x),
+          u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
+                RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
+          counts AS (
+            SELECT job_id,
+                   count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
+                   count(*) FILTER (WHERE prev IN ('SENDING', 'SENT'))::int AS delivered,
+                   ${status === 'READ' ? 'count(*)::int' : '0'} AS read
+              FROM u WHERE job_id IS NOT NULL GROUP BY job_id),
+          jobs AS (${COUNT_INTO_JOBS_SQL('counts', { sent_count: 'c.sent', delivered_count: 'c.delivered', read_count: 'c.read' }, 'c.sent')}),
+          src AS (
+            SELECT account_id, 'message.status' AS type,
+                   event_data || '{"status": "SENT", "deliveredAt": null, "readAt": null}'::jsonb AS data
+              FROM u WHERE prev = 'SENDING'
+            UNION ALL
+            SELECT account_id, 'message.status', event_data || '{"status": "DELIVERED", "readAt": null}'::jsonb
+              FROM u WHERE $4::text = 'READ' AND prev IN ('SENDING', 'SENT')
+            UNION ALL
+            SELECT account_id, 'message.status', event_data FROM u
+            UNION ALL
+            SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
+          ${appendEventsSql('src')}
+     SELECT (SELECT count(*)::int FROM u) AS changed`,
+    [deviceId, receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
+  );
+  return row?.changed ?? 0;
+}
