@@ -83,6 +83,12 @@ export class SandboxWorld {
     return { code, expiresAt };
   }
 
+  /** The device a code was shown for (expired or not), if the network showed it. */
+  async qrCodeDevice(code: string): Promise<string | undefined> {
+    const [row] = await this.database.query<{ device_id: string }>('SELECT device_id FROM sandbox_qr_codes WHERE code = $1', [code]);
+    return row?.device_id;
+  }
+
   /** The phone scans a code: the device it was shown for becomes linked as phoneNumber. */
   async scan(code: string, phoneNumber: string): Promise<{ ok: true; deviceId: string } | { ok: false; reason: 'unknown' | 'expired' }> {
     const [row] = await this.database.query<{ device_id: string; expired: boolean }>(
