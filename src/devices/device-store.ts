@@ -81,7 +81,7 @@ const LEASE_FREED = 'lease_owner = NULL, lease_expires_at = NULL';
 
 const quote = (status: DeviceStatus): string => `'${status}'`;
 
-/** The new status of `event` as SQL: a constant when every allowed state goes to the same one, a CASE otherwise. */
+/** The new status of `event` as SQL: a constant when every allowed state goes to the same one, a CASE otherwise ('status': unchanged). */
 function statusSql(event: DeviceEvent): string {
   const moves = Object.entries(TRANSITIONS[event].moves) as [DeviceStatus, DeviceStatus][];
   const targets = new Set(moves.map(([, to]) => to));
@@ -219,7 +219,8 @@ export class DeviceStore {
    */
   private async transition(q: Queryable, event: DeviceEvent, input: TransitionInput): Promise<DeviceRow | undefined> {
     const params = [input.id, ...(input.params ?? []), allowedFrom(event)];
-    const update = `UPDATE devices SET status = ${statusSql(event)}, ${input.sets}, updated_at = now()
+    const status = statusSql(event);
+    const update = `UPDATE devices SET ${status === 'status' ? '' : `status = ${status}, `}${input.sets}, updated_at = now()
        WHERE id = $1 AND status = ANY($${params.length}::text[]) ${input.where ?? ''}`;
     const announce = TRANSITIONS[event].announce;
     if (announce === 'never') return (await q.query<DeviceRow>(`${update} RETURNING *`, params))[0];

@@ -59,6 +59,14 @@ export interface IncomingRow {
 
 export const magicEnding = (to: string): string => to.slice(-4);
 
+/** 0003 fails the first hand-over of a message (a transient failure), then behaves. */
+function acceptedResult(row: { send_calls: number; to: string } | undefined): SendResult {
+  if (row && magicEnding(row.to) === '0003' && row.send_calls === 1) {
+    return { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
+  }
+  return { ok: true };
+}
+
 /** How far the receipt low-water marks stay behind the newest receipt handed over (see markReceipts). */
 const MARK_LAG_MS = 10_000;
 
@@ -182,14 +190,7 @@ export class SandboxWorld {
       ],
     });
     const calls = new Map(rows.map((row) => [row.network_message_id, row]));
-    for (const index of onNetwork) {
-      const row = calls.get(batch[index]!.networkMessageId);
-      if (row && magicEnding(row.to) === '0003' && row.send_calls === 1) {
-        results[index] = { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
-      } else {
-        results[index] = { ok: true };
-      }
-    }
+    for (const index of onNetwork) results[index] = acceptedResult(calls.get(batch[index]!.networkMessageId));
     return results;
   }
 

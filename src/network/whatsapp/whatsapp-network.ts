@@ -387,35 +387,10 @@ export class WhatsAppSession implements NetworkSession {
     }
 
     if (decision.loggedOut) {
-      if (!this.reported) {
-        // Credentials that were never (or no longer) linked, e.g. a pairing code that was not
-        // entered: start over with new ones and show a new QR code.
-        this.log.warn({ statusCode }, 'WhatsApp refused the unlinked credentials; starting a new link');
-        this.creds = undefined;
-        await this.store.clear();
-        this.retryLinking(false);
-        return;
-      }
-      await this.store.clear();
-      await this.forgetLink();
-      this.creds = undefined;
-      this.log.warn({ statusCode }, 'the device was unlinked from the phone (LOGGED_OUT); credentials deleted');
-      await this.emit({ type: 'disconnected', reason: 'logout', message: decision.message });
-      this.settleAttempt();
+      await this.onLoggedOut(statusCode, decision.message);
       return;
     }
-
-    if (decision.outdated && this.options.version.current.source !== 'configured' && !this.outdatedRetried) {
-      // WhatsApp calls the client outdated: read the version again; a different one is tried once.
-      this.outdatedRetried = true;
-      const { version } = await this.options.version.refresh();
-      if (this.closed) return;
-      if (formatVersion(version) !== this.socketVersion) {
-        this.log.warn({ statusCode, from: this.socketVersion, to: formatVersion(version) }, 'WhatsApp refused the client version; retrying with the version just read');
-        this.connect();
-        return;
-      }
-    }
+    if (decision.outdated && (await this.retriedOutdated(statusCode))) return;
     if (decision.stop) {
       await this.stop(decision.stop.code, decision.message);
       return;
@@ -427,7 +402,12 @@ export class WhatsAppSession implements NetworkSession {
       this.settleAttempt();
       return;
     }
-    if (!reachedServer) this.warn('CONNECTION_FAILED', `Could not connect to WhatsApp to link the device: ${decision.message}`);
+    await this.onLinkingClosed(reachedServer, decision.message);
+  }
+
+  /** A close while linking: retried by the session itself, until nobody scanned for maxQrCycles. */
+  private async onLinkingClosed(reachedServer: boolean, message: string): Promise<void> {
+    if (!reachedServer) this.warn('CONNECTION_FAILED', `Could not connect to WhatsApp to link the device: ${message}`);
     else if (++this.qrCycles >= this.options.config.maxQrCycles) {
       // Nobody is scanning: new codes every 20 s forever are traffic for nothing (and a signal).
       await this.stop(
@@ -438,6 +418,40 @@ export class WhatsAppSession implements NetworkSession {
     }
     this.retryLinking(reachedServer);
     this.settleAttempt();
+  }
+
+  /** WhatsApp refused the credentials (401): a linked device is unlinked; unlinked credentials start a new link. */
+  private async onLoggedOut(statusCode: number | undefined, message: string): Promise<void> {
+    if (!this.reported) {
+      // Credentials that were never (or no longer) linked, e.g. a pairing code that was not
+      // entered: start over with new ones and show a new QR code.
+      this.log.warn({ statusCode }, 'WhatsApp refused the unlinked credentials; starting a new link');
+      this.creds = undefined;
+      await this.store.clear();
+      this.retryLinking(false);
+      return;
+    }
+    await this.store.clear();
+    await this.forgetLink();
+    this.creds = undefined;
+    this.log.warn({ statusCode }, 'the device was unlinked from the phone (LOGGED_OUT); credentials deleted');
+    await this.emit({ type: 'disconnected', reason: 'logout', message });
+    this.settleAttempt();
+  }
+
+  /**
+   * WhatsApp calls the client outdated: the version is read again and a different one tried once
+   * (unless configured). True when the close is handled (reconnected, or the session closed meanwhile).
+   */
+  private async retriedOutdated(statusCode: number | undefined): Promise<boolean> {
+    if (this.options.version.current.source === 'configured' || this.outdatedRetried) return false;
+    this.outdatedRetried = true;
+    const { version } = await this.options.version.refresh();
+    if (this.closed) return true;
+    if (formatVersion(version) === this.socketVersion) return false;
+    this.log.warn({ statusCode, from: this.socketVersion, to: formatVersion(version) }, 'WhatsApp refused the client version; retrying with the version just read');
+    this.connect();
+    return true;
   }
 
   /** Stops retrying (see the header), remembered for whichever worker holds the device next. */
@@ -491,29 +505,12 @@ export class WhatsAppSession implements NetworkSession {
 
   // ---- sending ---------------------------------------------------------------------------
 
-  async send(message: OutgoingMessage): Promise<SendResult> {
-    const socket = this.socket;
-    if (this.closed || !socket || this.socketState !== 'open') {
-      return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
-    }
-    let content;
-    try {
-      content = outgoingContent(message);
-    } catch (error) {
-      return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
-    }
-    let jid: string | null;
-    try {
-      jid = await this.resolveJid(socket, message.to);
-    } catch (error) {
-      return this.failed(classifySendError(error));
-    }
-    if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
-
-    const id = message.networkMessageId;
-    // The waiter exists before the hand-over (the server's ack can overtake sendMessage's
-    // return), but its clock starts only once sendMessage returned: sendMessage includes the
-    // media upload, which has a timeout of its own (WHATSAPP_UPLOAD_TIMEOUT_MS).
+  /**
+   * The waiter for the server's ack of `id`, in place before the hand-over (the ack can overtake
+   * sendMessage's return). Its clock starts only with startClock(), once sendMessage returned:
+   * sendMessage includes the media upload, which has a timeout of its own (WHATSAPP_UPLOAD_TIMEOUT_MS).
+   */
+  private ackWaiter(id: string): { acked: Promise<SendResult | SendFailure>; startClock: () => void } {
     let startClock: () => void = () => undefined;
     const acked = new Promise<SendResult | SendFailure>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -536,6 +533,30 @@ export class WhatsAppSession implements NetworkSession {
         },
       });
     });
+    return { acked, startClock };
+  }
+
+  async send(message: OutgoingMessage): Promise<SendResult> {
+    const socket = this.socket;
+    if (this.closed || !socket || this.socketState !== 'open') {
+      return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
+    }
+    let content;
+    try {
+      content = outgoingContent(message);
+    } catch (error) {
+      return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
+    }
+    let jid: string | null;
+    try {
+      jid = await this.resolveJid(socket, message.to);
+    } catch (error) {
+      return this.failed(classifySendError(error));
+    }
+    if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
+
+    const id = message.networkMessageId;
+    const { acked, startClock } = this.ackWaiter(id);
     const uploadTimeoutMs = this.options.config.uploadTimeoutMs;
     let sent: WAMessage | undefined;
     try {
