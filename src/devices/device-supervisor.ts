@@ -42,7 +42,7 @@ export class DeviceSupervisor implements DirectSendHost {
   private readonly cancelledJobs = new Map<string, number>();
 
   constructor(
-    private readonly database: Database,
+    database: Database,
     private readonly bus: Bus,
     private readonly network: Network,
     private readonly http: GuardedHttp,
