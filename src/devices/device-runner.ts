@@ -5,8 +5,6 @@
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../platform/bus.js';
-import type { Database } from '../platform/database.js';
-import { appendEventsSql } from '../events/event-store.js';
 import { BatchPump } from '../platform/batch-pump.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { newId } from '../platform/ids.js';
@@ -14,12 +12,15 @@ import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia }
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { ClaimedMessage, MessageQueue, Outcome } from '../messaging/message-queue.js';
+import { advance } from './device-states.js';
+import type { DeviceStore } from './device-store.js';
 
 export interface DeviceRunnerOptions {
   device: DeviceInfo;
   network: Network;
   queue: MessageQueue;
-  database: Database;
+  /** Every statement on the device's row (its transitions, its QR code). */
+  devices: DeviceStore;
   bus: Bus;
   http: GuardedHttp;
   log: Logger;
@@ -125,106 +126,84 @@ export class DeviceRunner {
     else await this.session?.close().catch(() => undefined);
   }
 
-  /** Runs a device UPDATE (its WHERE names the states it may leave) and writes its device.status event with it. */
-  private async setDevice(update: string, params: unknown[]): Promise<boolean> {
-    const rows = await this.options.database.query(
-      `WITH upd AS (${update} RETURNING id, account_id, waygate_device_json(devices) AS event_data),
-       src AS (SELECT account_id, 'device.status' AS type, event_data AS data FROM upd),
-       ${appendEventsSql('src')}
-       SELECT id FROM upd`,
-      params,
-    );
-    if (rows.length > 0) {
+  /** After a transition that changed the row: its device.status event is due for webhooks, and listeners hear of it. */
+  private async announce(changed: boolean): Promise<boolean> {
+    if (changed) {
       this.options.bus.local('waygate_webhooks', 'due');
       await this.options.bus.publish('waygate_devices', `status:${this.deviceId}`);
     }
-    return rows.length > 0;
+    return changed;
   }
 
+  /** What the network reports; the state machine is device-states.ts, its statements the device store's. */
   private async onEvent(event: NetworkEvent): Promise<void> {
-    const { database, bus, queue, log } = this.options;
-    const id = this.deviceId;
+    const { queue } = this.options;
     switch (event.type) {
       case 'qr':
-        await database.query(`UPDATE devices SET qr_code = $2, qr_expires_at = $3, updated_at = now() WHERE id = $1 AND status = 'PENDING'`, [
-          id,
-          event.code,
-          event.expiresAt,
-        ]);
-        await bus.publish('waygate_devices', `qr:${id}`);
-        return;
+        return this.onQr(event.code, event.expiresAt);
       case 'connected':
-        this.reconnectAttempt = 0;
-        this.halted = false;
-        if (
-          await this.setDevice(
-            `UPDATE devices SET status = 'CONNECTED', phone_number = $2, connected_at = now(), qr_code = NULL, qr_expires_at = NULL,
-                    last_error = NULL, updated_at = now()
-              WHERE id = $1 AND status IN ('PENDING', 'DISCONNECTED')`,
-            [id, event.phoneNumber],
-          )
-        ) {
-          log.info({ deviceId: id }, 'device connected');
-        }
-        this.status = 'CONNECTED';
-        this.wake();
-        return;
+        return this.onConnected(event.phoneNumber);
       case 'disconnected':
-        if (event.reason === 'logout') {
-          await this.setDevice(
-            `UPDATE devices SET status = 'LOGGED_OUT', logged_out_at = now(), last_error = $2, qr_code = NULL, qr_expires_at = NULL,
-                    lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-              WHERE id = $1 AND status <> 'LOGGED_OUT'`,
-            [id, event.message],
-          );
-          this.status = 'LOGGED_OUT';
-          const failed = await queue.failDevice(id, 'DEVICE_LOGGED_OUT', 'The device was unlinked from the phone before the message was sent');
-          log.info({ deviceId: id, failedMessages: failed }, 'device logged out');
-          this.stopped = true;
-          this.wake();
-          this.options.onLoggedOut(id);
-          return;
-        }
-        await this.setDevice(
-          `UPDATE devices SET status = 'DISCONNECTED', disconnected_at = now(), last_error = $2, updated_at = now()
-            WHERE id = $1 AND status = 'CONNECTED'`,
-          [id, event.message],
-        );
-        if (this.status === 'CONNECTED') this.status = 'DISCONNECTED';
-        this.scheduleReconnect();
-        return;
-      case 'stopped': {
-        // A linked device shows DISCONNECTED, a linking one stays PENDING without a QR code; both carry the reason.
-        this.halted = true;
-        if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-        this.reconnectTimer = undefined;
-        log.warn({ deviceId: id, code: event.code }, event.message);
-        const lastError = `${event.code}: ${event.message}`;
-        await this.setDevice(
-          `UPDATE devices SET status = CASE WHEN status = 'CONNECTED' THEN 'DISCONNECTED' ELSE status END,
-                  disconnected_at = CASE WHEN status = 'CONNECTED' THEN now() ELSE disconnected_at END,
-                  last_error = $2, qr_code = NULL, qr_expires_at = NULL, updated_at = now()
-            WHERE id = $1 AND status <> 'LOGGED_OUT' AND (status = 'CONNECTED' OR last_error IS DISTINCT FROM $2 OR qr_code IS NOT NULL)`,
-          [id, lastError],
-        );
-        if (this.status === 'CONNECTED') this.status = 'DISCONNECTED';
-        return;
-      }
+        return event.reason === 'logout' ? this.onLoggedOut(event.message) : this.onDisconnected(event.message);
+      case 'stopped':
+        return this.onStopped(event.code, event.message);
+      case 'warning':
+        return this.onWarning(event.code, event.message);
       case 'receipts':
-        await queue.applyReceipts(id, event.receipts);
+        await queue.applyReceipts(this.deviceId, event.receipts);
         return;
       case 'incoming':
-        await queue.storeIncoming(id, { ...event, type: event.messageType }, newId('msg'));
-        return;
-      case 'warning':
-        // A device.status event with the warning in lastError; a repeat of the same warning is not news.
-        log.warn({ deviceId: id, code: event.code }, event.message);
-        await this.setDevice('UPDATE devices SET last_error = $2, updated_at = now() WHERE id = $1 AND last_error IS DISTINCT FROM $2', [
-          id,
-          `${event.code}: ${event.message}`,
-        ]);
+        await queue.storeIncoming(this.deviceId, { ...event, type: event.messageType }, newId('msg'));
         return;
     }
+  }
+
+  private async onQr(code: string, expiresAt: Date): Promise<void> {
+    await this.options.devices.setQr(this.deviceId, code, expiresAt);
+    await this.options.bus.publish('waygate_devices', `qr:${this.deviceId}`);
+  }
+
+  private async onConnected(phoneNumber: string): Promise<void> {
+    this.reconnectAttempt = 0;
+    this.halted = false;
+    if (await this.announce(await this.options.devices.markConnected(this.deviceId, phoneNumber))) {
+      this.options.log.info({ deviceId: this.deviceId }, 'device connected');
+    }
+    this.status = advance('connected', this.status);
+    this.wake();
+  }
+
+  /** Unlinked from the phone: what waits for the device fails, and the device leaves this worker. */
+  private async onLoggedOut(message: string): Promise<void> {
+    const id = this.deviceId;
+    await this.announce(await this.options.devices.markLoggedOut(id, message));
+    this.status = advance('logout', this.status);
+    const failed = await this.options.queue.failDevice(id, 'DEVICE_LOGGED_OUT', 'The device was unlinked from the phone before the message was sent');
+    this.options.log.info({ deviceId: id, failedMessages: failed }, 'device logged out');
+    this.stopped = true;
+    this.wake();
+    this.options.onLoggedOut(id);
+  }
+
+  private async onDisconnected(message: string): Promise<void> {
+    await this.announce(await this.options.devices.markDisconnected(this.deviceId, message));
+    this.status = advance('disconnected', this.status);
+    this.scheduleReconnect();
+  }
+
+  /** No reconnects until someone asks (reconnectNow); the reason goes into lastError. */
+  private async onStopped(code: string, message: string): Promise<void> {
+    this.halted = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    this.options.log.warn({ deviceId: this.deviceId, code }, message);
+    await this.announce(await this.options.devices.markStopped(this.deviceId, `${code}: ${message}`));
+    this.status = advance('stopped', this.status);
+  }
+
+  private async onWarning(code: string, message: string): Promise<void> {
+    this.options.log.warn({ deviceId: this.deviceId, code }, message);
+    await this.announce(await this.options.devices.noteWarning(this.deviceId, `${code}: ${message}`));
   }
 
   private scheduleReconnect(): void {
@@ -301,43 +280,15 @@ export class DeviceRunner {
 
   /** `handedOver`: direct sends of this process's API, whose requests wait here (no other process needs to hear of them). */
   private async sendBatch(messages: ClaimedMessage[], handedOver = false): Promise<void> {
-    const { queue, bus, http } = this.options;
-    if (!this.options.leaseValid() || !this.session) {
+    const { queue, bus } = this.options;
+    const session = this.session;
+    if (!this.options.leaseValid() || !session) {
       await queue.release(messages.map((m) => m.id));
       return;
     }
     const media = new Map<string, Promise<MediaResult>>();
-    const session = this.session;
     const cancelled: string[] = [];
-    const handed: (Outcome | undefined)[] = await Promise.all(
-      messages.map(async (message): Promise<Outcome | undefined> => {
-        try {
-          let attachment: OutgoingMedia | undefined;
-          if (message.type !== 'TEXT' && message.mediaUrl) {
-            const key = `${message.type} ${message.mediaUrl}`;
-            if (!media.has(key)) media.set(key, fetchMedia(http, message.mediaUrl, message.type));
-            const fetched = await media.get(key)!;
-            if (!fetched.ok) return { message, result: fetched };
-            attachment = fetched.media;
-          }
-          if (message.jobId && this.options.jobCancelled(message.jobId)) {
-            cancelled.push(message.id);
-            return undefined;
-          }
-          const result = await session.send({
-            networkMessageId: message.networkMessageId,
-            to: message.to,
-            type: message.type,
-            content: message.content,
-            media: attachment,
-            accountId: message.accountId,
-          });
-          return { message, result };
-        } catch (error) {
-          return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
-        }
-      }),
-    );
+    const handed = await Promise.all(messages.map((message) => this.sendOne(session, message, media, cancelled)));
     await queue.cancelClaimed(cancelled);
     const summary = await queue.finalize(handed.filter((outcome): outcome is Outcome => outcome !== undefined));
     // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
@@ -346,6 +297,32 @@ export class DeviceRunner {
       // Waiters in this process get the rows too (no read needed); other processes hear the ids.
       bus.local('waygate_acks', ids, summary.directRows);
       if (!handedOver) bus.publishSoon('waygate_acks', ids);
+    }
+  }
+
+  /**
+   * Hands one message to the network: its media fetched once per batch (`media`), or its id put
+   * in `cancelled` (its job was cancelled meanwhile; no outcome). A throw is a transient failure.
+   */
+  private async sendOne(session: NetworkSession, message: ClaimedMessage, media: Map<string, Promise<MediaResult>>, cancelled: string[]): Promise<Outcome | undefined> {
+    try {
+      let attachment: OutgoingMedia | undefined;
+      if (message.type !== 'TEXT' && message.mediaUrl) {
+        const key = `${message.type} ${message.mediaUrl}`;
+        if (!media.has(key)) media.set(key, fetchMedia(this.options.http, message.mediaUrl, message.type));
+        const fetched = await media.get(key)!;
+        if (!fetched.ok) return { message, result: fetched };
+        attachment = fetched.media;
+      }
+      if (message.jobId && this.options.jobCancelled(message.jobId)) {
+        cancelled.push(message.id);
+        return undefined;
+      }
+      const { networkMessageId, to, type, content, accountId } = message;
+      const result = await session.send({ networkMessageId, to, type, content, media: attachment, accountId });
+      return { message, result };
+    } catch (error) {
+      return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
     }
   }
 }

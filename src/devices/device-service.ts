@@ -12,24 +12,13 @@ import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { Page } from '../directory/contacts.js';
 import { MAX_PAGE_SIZE, validatePhone } from '../directory/contacts.js';
-import { appendEventsSql } from '../events/event-store.js';
 import { MessageQueue } from '../messaging/message-queue.js';
+import { deleteWhatsAppCredentials } from '../network/whatsapp/whatsapp-store.js';
+import type { DeviceStatus } from './device-states.js';
+import { DeviceStore, toDevice, type Device, type DeviceRow } from './device-store.js';
 
-export type DeviceStatus = 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
-
-export interface Device {
-  id: string;
-  name: string;
-  status: DeviceStatus;
-  phoneNumber: string | null;
-  lastError: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-  connectedAt: Date | null;
-  disconnectedAt: Date | null;
-  loggedOutAt: Date | null;
-  removedAt: Date | null;
-}
+export type { DeviceStatus } from './device-states.js';
+export type { Device } from './device-store.js';
 
 export interface DevicePairingCode {
   /** The 8 characters to type on the phone (WhatsApp → Linked devices → Link with phone number instead). */
@@ -46,77 +35,66 @@ export interface DeviceQr {
   expiresAt: Date;
 }
 
-interface DeviceRow {
-  id: string;
-  account_id: string;
-  name: string;
-  status: DeviceStatus;
-  phone_number: string | null;
-  qr_code: string | null;
-  qr_expires_at: Date | null;
-  last_error: string | null;
-  created_at: Date;
-  updated_at: Date;
-  connected_at: Date | null;
-  disconnected_at: Date | null;
-  logged_out_at: Date | null;
-  removed_at: Date | null;
-}
-
-const toDevice = (r: DeviceRow): Device => ({
-  id: r.id,
-  name: r.name,
-  status: r.status,
-  phoneNumber: r.phone_number,
-  lastError: r.last_error,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  connectedAt: r.connected_at,
-  disconnectedAt: r.disconnected_at,
-  loggedOutAt: r.logged_out_at,
-  removedAt: r.removed_at,
-});
-
 /** How long POST /devices and GET /devices/:id/qr wait for the worker to show the first code. */
 const QR_WAIT_MS = 5_000;
 /** How long POST /devices/:id/pairing-code waits for the worker holding the device to get a code from the network. */
 const PAIRING_WAIT_MS = 25_000;
 
+interface Poll<T> {
+  /** What on waygate_devices ends a wait early. */
+  payload: string;
+  deadline: number;
+  everyMs: number;
+  /** Runs once listening (so that an answer to it cannot be missed). */
+  first?: () => Promise<void>;
+  /** A value ends the poll (so does a throw); undefined: not yet. */
+  check: () => Promise<T | undefined>;
+  onTimeout: () => T;
+}
+
+/** Polls `check` every `everyMs` and whenever `payload` arrives on waygate_devices, until `deadline`. */
+async function pollDevice<T>(bus: Bus, poll: Poll<T>): Promise<T> {
+  let wake: (() => void) | undefined;
+  const unsubscribe = bus.subscribe('waygate_devices', (heard) => {
+    if (heard === poll.payload) wake?.();
+  });
+  try {
+    await poll.first?.();
+    for (;;) {
+      const result = await poll.check();
+      if (result !== undefined) return result;
+      if (Date.now() >= poll.deadline) return poll.onTimeout();
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, Math.min(poll.everyMs, Math.max(0, poll.deadline - Date.now())));
+      });
+    }
+  } finally {
+    unsubscribe();
+  }
+}
+
 export class DeviceService {
+  private readonly store: DeviceStore;
+
   constructor(
     private readonly database: Database,
     private readonly bus: Bus,
     /** Whether the network links devices by pairing code too (the sandbox does not). */
     private readonly options: { pairingCodes?: boolean } = {},
-  ) {}
+  ) {
+    this.store = new DeviceStore(database);
+  }
 
   private async row(accountId: string, id: string): Promise<DeviceRow> {
-    const [row] = await this.database.query<DeviceRow>('SELECT * FROM devices WHERE id = $1 AND account_id = $2', [id, accountId]);
+    const row = await this.store.get(accountId, id);
     if (!row) throw new AppError('NOT_FOUND', 'Device not found');
     return row;
   }
 
   async list(accountId: string, options: { page: number; limit: number; status?: DeviceStatus | undefined }): Promise<Page<Device>> {
     const limit = Math.min(options.limit, MAX_PAGE_SIZE);
-    const params: unknown[] = [accountId, limit, (options.page - 1) * limit];
-    let filter = '';
-    if (options.status) {
-      params.push(options.status);
-      filter = ` AND status = $4`;
-    }
-    const rows = await this.database.query<DeviceRow & { total: number }>(
-      `SELECT *, count(*) OVER () AS total FROM devices WHERE account_id = $1 AND removed_at IS NULL${filter}
-        ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
-      params,
-    );
-    let total = rows[0]?.total;
-    if (total === undefined) {
-      const [counted] = await this.database.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL${options.status ? ' AND status = $2' : ''}`,
-        options.status ? [accountId, options.status] : [accountId],
-      );
-      total = counted?.n ?? 0;
-    }
+    const { rows, total } = await this.store.list(accountId, { limit, offset: (options.page - 1) * limit, status: options.status });
     return { data: rows.map(toDevice), meta: { total, page: options.page, limit } };
   }
 
@@ -126,11 +104,7 @@ export class DeviceService {
 
   /** Devices that count against the plan: every device not logged out and not removed. */
   async countActive(accountId: string): Promise<number> {
-    const [row] = await this.database.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status <> 'LOGGED_OUT'`,
-      [accountId],
-    );
-    return row?.n ?? 0;
+    return this.store.countActive(accountId);
   }
 
   /**
@@ -139,17 +113,9 @@ export class DeviceService {
    * lock serialises concurrent adds, so the limit cannot be raced.
    */
   private async assertDeviceSlot(tx: Queryable, accountId: string): Promise<void> {
-    const [plan] = await tx.query<{ max_devices: number | null }>(
-      'SELECT p.max_devices FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1 FOR UPDATE OF a',
-      [accountId],
-    );
-    const maxDevices = plan?.max_devices ?? null;
+    const maxDevices = await this.store.lockDeviceLimit(tx, accountId);
     if (maxDevices === null) return;
-    const [counted] = await tx.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM devices WHERE account_id = $1 AND removed_at IS NULL AND status <> 'LOGGED_OUT'`,
-      [accountId],
-    );
-    const active = counted?.n ?? 0;
+    const active = await this.store.countActive(accountId, tx);
     if (active >= maxDevices) {
       throw new AppError('PLAN_LIMIT', `Your plan allows ${maxDevices} linked device${maxDevices === 1 ? '' : 's'}; remove one or upgrade the plan`, {
         limit: maxDevices,
@@ -164,7 +130,7 @@ export class DeviceService {
     const id = newId('dev');
     await this.database.transaction(async (tx) => {
       await this.assertDeviceSlot(tx, accountId);
-      await tx.query(`INSERT INTO devices (id, account_id, name, status) VALUES ($1, $2, $3, 'PENDING')`, [id, accountId, trimmed]);
+      await this.store.insert(tx, { id, accountId, name: trimmed });
     });
     await this.bus.publish('waygate_devices', id);
     const qr = await this.waitForQr(accountId, id, QR_WAIT_MS);
@@ -199,87 +165,50 @@ export class DeviceService {
       throw new AppError('CONFLICT', `The device is ${row.status}; a pairing code is given only while it waits to be linked (PENDING)`, { status: row.status });
     }
     const requestId = randomUUID();
-    await this.database.query(
-      `INSERT INTO device_pairing_codes (device_id, request_id, phone_number) VALUES ($1, $2, $3)
-       ON CONFLICT (device_id) DO UPDATE SET request_id = EXCLUDED.request_id, phone_number = EXCLUDED.phone_number,
-              code = NULL, error = NULL, expires_at = NULL, requested_at = now()`,
-      [id, requestId, phone],
-    );
-    const deadline = Date.now() + PAIRING_WAIT_MS;
-    let wake: (() => void) | undefined;
-    const unsubscribe = this.bus.subscribe('waygate_devices', (payload) => {
-      if (payload === `pairing:${id}`) wake?.();
+    await this.store.requestPairingCode(id, requestId, phone);
+    return pollDevice(this.bus, {
+      payload: `pairing:${id}`,
+      deadline: Date.now() + PAIRING_WAIT_MS,
+      everyMs: 500,
+      first: () => this.bus.publish('waygate_devices', `pair:${id}`),
+      check: () => this.pairingAnswer(id, requestId, phone),
+      onTimeout: () => {
+        throw new AppError('SERVICE_UNAVAILABLE', 'No pairing code yet: no worker holding the device answered; check that a worker is running and can reach the network');
+      },
     });
-    try {
-      await this.bus.publish('waygate_devices', `pair:${id}`);
-      for (;;) {
-        const [answer] = await this.database.query<{ request_id: string; code: string | null; error: string | null; expires_at: Date | null }>(
-          'SELECT request_id, code, error, expires_at FROM device_pairing_codes WHERE device_id = $1',
-          [id],
-        );
-        if (!answer || answer.request_id !== requestId) throw new AppError('CONFLICT', 'A newer pairing-code request for this device replaced this one');
-        if (answer.code && answer.expires_at) return { code: answer.code, phoneNumber: phone, expiresAt: answer.expires_at };
-        if (answer.error) {
-          // The network unreachable or the connection dropping is temporary (503); the device's state is a conflict (409).
-          const temporary = /^(NOT_CONNECTED|NETWORK_ERROR)\b/.test(answer.error);
-          throw new AppError(temporary ? 'SERVICE_UNAVAILABLE' : 'CONFLICT', `No pairing code: ${answer.error}`);
-        }
-        if (Date.now() >= deadline) {
-          throw new AppError('SERVICE_UNAVAILABLE', 'No pairing code yet: no worker holding the device answered; check that a worker is running and can reach the network');
-        }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, Math.min(500, Math.max(0, deadline - Date.now())));
-        });
-      }
-    } finally {
-      unsubscribe();
-    }
+  }
+
+  /** The worker's answer to request `requestId`: the code, an error thrown, or undefined (not yet). */
+  private async pairingAnswer(id: string, requestId: string, phone: string): Promise<DevicePairingCode | undefined> {
+    const answer = await this.store.pairingAnswer(id);
+    if (!answer || answer.request_id !== requestId) throw new AppError('CONFLICT', 'A newer pairing-code request for this device replaced this one');
+    if (answer.code && answer.expires_at) return { code: answer.code, phoneNumber: phone, expiresAt: answer.expires_at };
+    if (!answer.error) return undefined;
+    // The network unreachable or the connection dropping is temporary (503); the device's state is a conflict (409).
+    const temporary = /^(NOT_CONNECTED|NETWORK_ERROR)\b/.test(answer.error);
+    throw new AppError(temporary ? 'SERVICE_UNAVAILABLE' : 'CONFLICT', `No pairing code: ${answer.error}`);
   }
 
   private async waitForQr(accountId: string, id: string, timeoutMs: number): Promise<DeviceQr | null> {
-    const deadline = Date.now() + timeoutMs;
-    let wake: (() => void) | undefined;
-    const unsubscribe = this.bus.subscribe('waygate_devices', (payload) => {
-      if (payload === `qr:${id}`) wake?.();
-    });
-    try {
-      for (;;) {
-        const row = await this.row(accountId, id);
-        if (row.status === 'PENDING' && row.qr_code && row.qr_expires_at && row.qr_expires_at.getTime() > Date.now()) {
-          return { code: row.qr_code, image: await QRCode.toDataURL(row.qr_code, { margin: 1, width: 280 }), expiresAt: row.qr_expires_at };
-        }
-        if (row.status !== 'PENDING' || Date.now() >= deadline) return null;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now())));
-        });
+    const check = async (): Promise<DeviceQr | null | undefined> => {
+      const row = await this.row(accountId, id);
+      if (row.status === 'PENDING' && row.qr_code && row.qr_expires_at && row.qr_expires_at.getTime() > Date.now()) {
+        return { code: row.qr_code, image: await QRCode.toDataURL(row.qr_code, { margin: 1, width: 280 }), expiresAt: row.qr_expires_at };
       }
-    } finally {
-      unsubscribe();
-    }
+      return row.status !== 'PENDING' ? null : undefined;
+    };
+    return pollDevice(this.bus, { payload: `qr:${id}`, deadline: Date.now() + timeoutMs, everyMs: 250, check, onTimeout: () => null });
   }
 
   /** Unlinks the device and removes it from listings; its messages stay. */
   async remove(accountId: string, id: string): Promise<Device> {
-    // A device that was not LOGGED_OUT yet changes state here: its device.status event goes with it.
-    const rows = await this.database.query<DeviceRow>(
-      `WITH before AS (SELECT status FROM devices WHERE id = $1 AND account_id = $2),
-       upd AS (
-         UPDATE devices SET removed_at = COALESCE(removed_at, now()), status = 'LOGGED_OUT',
-                logged_out_at = COALESCE(logged_out_at, now()), qr_code = NULL, qr_expires_at = NULL, updated_at = now()
-          WHERE id = $1 AND account_id = $2 RETURNING *, waygate_device_json(devices) AS event_data),
-       src AS (SELECT upd.account_id, 'device.status' AS type, upd.event_data AS data FROM upd, before WHERE before.status <> 'LOGGED_OUT'),
-       ${appendEventsSql('src')}
-       SELECT * FROM upd`,
-      [id, accountId],
-    );
-    if (!rows[0]) throw new AppError('NOT_FOUND', 'Device not found');
+    const row = await this.store.markRemoved(accountId, id);
+    if (!row) throw new AppError('NOT_FOUND', 'Device not found');
     await new MessageQueue(this.database, 'api', 1).failDevice(id, 'DEVICE_REMOVED', 'The device was removed before the message was sent');
     // Its network credentials go too (the worker holding it also deletes them when it logs out).
-    await this.database.query('DELETE FROM whatsapp_auth WHERE device_id = $1', [id]);
+    await deleteWhatsAppCredentials(this.database, id);
     await this.bus.publish('waygate_devices', `logout:${id}`);
-    return toDevice(rows[0]);
+    return toDevice(row);
   }
 
   /** Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR). */
@@ -290,15 +219,7 @@ export class DeviceService {
       // Linking it again makes it count against the plan's device limit once more.
       await this.database.transaction(async (tx) => {
         await this.assertDeviceSlot(tx, accountId);
-        await tx.query(
-          `WITH upd AS (
-             UPDATE devices SET status = 'PENDING', phone_number = NULL, last_error = NULL, updated_at = now() WHERE id = $1 AND status = 'LOGGED_OUT'
-             RETURNING account_id, waygate_device_json(devices) AS event_data),
-           src AS (SELECT account_id, 'device.status' AS type, event_data AS data FROM upd),
-           ${appendEventsSql('src')}
-           SELECT count(*) FROM upd`,
-          [id],
-        );
+        await this.store.markRelinking(tx, id);
       });
     }
     await this.bus.publish('waygate_devices', `reconnect:${id}`);

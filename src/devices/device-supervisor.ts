@@ -13,7 +13,10 @@ import type { Database } from '../platform/database.js';
 import type { DeviceInfo, Network } from '../network/network.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import { workBudget } from '../platform/work-budget.js';
+import { WakeLoop } from '../platform/wake-loop.js';
 import { DeviceRunner } from './device-runner.js';
+import { isActive } from './device-states.js';
+import { DeviceStore } from './device-store.js';
 import { MessageQueue, type ClaimedMessage } from '../messaging/message-queue.js';
 import type { DirectSendHost } from '../messaging/send-service.js';
 
@@ -29,17 +32,17 @@ export class DeviceSupervisor implements DirectSendHost {
   private readonly runners = new Map<string, DeviceRunner>();
   private readonly queue: MessageQueue;
   private readonly batchSize: number;
-  private timer: NodeJS.Timeout | undefined;
-  private ticking: Promise<void> | undefined;
-  private again = false;
-  private stopped = true;
+  private readonly devices: DeviceStore;
+  /** The lease rounds; wake() runs one now (or right after the one in progress). */
+  private readonly rounds: WakeLoop;
+  private readonly roundEveryMs: number;
   private leaseValidUntil = 0;
   private readonly unsubscribers: (() => void)[] = [];
   /** Jobs cancelled lately (id → until when it is remembered): their claimed messages are not handed over. */
   private readonly cancelledJobs = new Map<string, number>();
 
   constructor(
-    private readonly database: Database,
+    database: Database,
     private readonly bus: Bus,
     private readonly network: Network,
     private readonly http: GuardedHttp,
@@ -50,6 +53,9 @@ export class DeviceSupervisor implements DirectSendHost {
     this.workerId = workerId;
     this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'));
     this.batchSize = workBudget(database).dispatchBatch;
+    this.devices = new DeviceStore(database);
+    this.roundEveryMs = Math.max(250, Math.floor(config.leaseMs / 3));
+    this.rounds = new WakeLoop((signal) => this.leaseTurn(signal), { name: 'lease round', log, errorBackoffMs: this.roundEveryMs });
   }
 
   get ownedDevices(): string[] {
@@ -76,7 +82,6 @@ export class DeviceSupervisor implements DirectSendHost {
   }
 
   start(): void {
-    this.stopped = false;
     this.unsubscribers.push(
       this.bus.subscribe('waygate_devices', (payload) => {
         const [kind, id] = payload.includes(':') ? payload.split(':') : ['new', payload];
@@ -88,8 +93,7 @@ export class DeviceSupervisor implements DirectSendHost {
         else this.runners.get(payload)?.wake();
       }),
     );
-    this.timer = setInterval(() => this.tick(), Math.max(250, Math.floor(this.config.leaseMs / 3)));
-    this.tick();
+    this.rounds.start();
   }
 
   /** Whether this worker has heard that the job was cancelled (lately). */
@@ -106,87 +110,78 @@ export class DeviceSupervisor implements DirectSendHost {
 
   /** Runs a lease round now, or right after the one in progress. */
   tick(): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    this.ticking = this.leaseRound()
-      .catch((error: unknown) => this.log.error({ err: error }, 'lease round failed'))
-      .finally(() => {
-        this.ticking = undefined;
-        if (this.again) {
-          this.again = false;
-          this.tick();
-        }
-      });
+    this.rounds.wake();
   }
 
-  private async leaseRound(): Promise<void> {
+  /** One lease round every LEASE_MS / 3 (counted from the start of the previous one). */
+  private async leaseTurn(signal: AbortSignal): Promise<number> {
+    const startedAt = Date.now();
+    await this.leaseRound(signal);
+    return Math.max(0, this.roundEveryMs - (Date.now() - startedAt));
+  }
+
+  private async leaseRound(signal: AbortSignal): Promise<void> {
     const startedAt = Date.now();
     const leaseMs = this.config.leaseMs;
-    // Renew what we hold; what we no longer hold (or what was removed) stops here.
-    const owned = this.ownedDevices;
-    if (owned.length > 0) {
-      const kept = await this.database.query<{ id: string }>(
-        `UPDATE devices SET lease_expires_at = now() + $2 * interval '1 millisecond'
-          WHERE lease_owner = $1 AND id = ANY($3::text[]) AND removed_at IS NULL AND status <> 'LOGGED_OUT' RETURNING id`,
-        [this.workerId, leaseMs, owned],
-      );
-      const keptIds = new Set(kept.map((row) => row.id));
-      for (const id of owned) {
-        if (keptIds.has(id)) continue;
-        const [state] = await this.database.query<{ removed: boolean; status: string; lease_owner: string | null }>(
-          'SELECT removed_at IS NOT NULL AS removed, status, lease_owner FROM devices WHERE id = $1',
-          [id],
-        );
-        const logout = Boolean(state && (state.removed || state.status === 'LOGGED_OUT') && state.lease_owner === this.workerId);
-        await this.stopRunner(id, logout);
-        if (logout) await this.database.query('UPDATE devices SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2', [id, this.workerId]);
-      }
-    }
+    await this.renewLeases(leaseMs);
     this.leaseValidUntil = startedAt + leaseMs - Math.min(2_000, leaseMs / 5);
-
-    if (this.stopped || this.runners.size >= MAX_DEVICES_PER_WORKER) return;
-    const acquired = await this.database.query<{ id: string; account_id: string; phone_number: string | null; status: DeviceInfo['status'] }>(
-      `UPDATE devices d SET lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond'
-        WHERE d.id IN (SELECT id FROM devices
-                        WHERE removed_at IS NULL AND status <> 'LOGGED_OUT' AND (lease_owner IS NULL OR lease_expires_at < now())
-                        ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING d.id, d.account_id, d.phone_number, d.status`,
-      [this.workerId, leaseMs, MAX_DEVICES_PER_WORKER - this.runners.size],
-    );
+    if (signal.aborted || this.runners.size >= MAX_DEVICES_PER_WORKER) return;
+    const acquired = await this.devices.acquireLeases(this.workerId, leaseMs, MAX_DEVICES_PER_WORKER - this.runners.size);
     for (const device of acquired) {
-      if (this.stopped) break;
-      const recovered = await this.queue.recoverDevice(device.id);
-      if (recovered > 0) this.log.warn({ deviceId: device.id, recovered }, 'took over a device; requeued messages its previous owner left in SENDING');
-      const runner = new DeviceRunner({
-        device: { id: device.id, accountId: device.account_id, phoneNumber: device.phone_number, status: device.status },
-        network: this.network,
-        queue: this.queue,
-        database: this.database,
-        bus: this.bus,
-        http: this.http,
-        log: this.log,
-        workerId: this.workerId,
-        bulkDelayMs: this.config.bulkDelayMs,
-        batchSize: this.batchSize,
-        leaseValid: () => Date.now() < this.leaseValidUntil,
-        jobCancelled: (jobId) => this.jobCancelled(jobId),
-        onLoggedOut: (id) => {
-          void this.stopRunner(id, false);
-        },
-      });
-      this.runners.set(device.id, runner);
-      try {
-        await runner.start();
-        this.log.info({ deviceId: device.id, status: device.status }, 'device session opened');
-      } catch (error) {
-        this.log.error({ err: error, deviceId: device.id }, 'could not open the device session');
-        this.runners.delete(device.id);
-        await this.database.query('UPDATE devices SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2', [device.id, this.workerId]);
-      }
+      if (signal.aborted) break;
+      await this.startRunner(device);
     }
+  }
+
+  /** Renews what this worker holds; what it no longer holds (or what was removed) stops here. */
+  private async renewLeases(leaseMs: number): Promise<void> {
+    const owned = this.ownedDevices;
+    if (owned.length === 0) return;
+    const kept = await this.devices.renewLeases(this.workerId, leaseMs, owned);
+    for (const id of owned) {
+      if (kept.has(id)) continue;
+      // Removed or logged out while this worker still holds it: the session unlinks (logout) and the lease goes.
+      const state = await this.devices.leaseState(id);
+      const logout = Boolean(state && (state.removed || !isActive(state.status)) && state.lease_owner === this.workerId);
+      await this.stopRunner(id, logout);
+      if (logout) await this.devices.releaseLease(id, this.workerId);
+    }
+  }
+
+  /** Takes a device over: what its previous owner left in SENDING goes back to the queue, then its session opens. */
+  private async startRunner(device: DeviceInfo): Promise<void> {
+    const recovered = await this.queue.recoverDevice(device.id);
+    if (recovered > 0) this.log.warn({ deviceId: device.id, recovered }, 'took over a device; requeued messages its previous owner left in SENDING');
+    const runner = this.newRunner(device);
+    this.runners.set(device.id, runner);
+    try {
+      await runner.start();
+      this.log.info({ deviceId: device.id, status: device.status }, 'device session opened');
+    } catch (error) {
+      this.log.error({ err: error, deviceId: device.id }, 'could not open the device session');
+      this.runners.delete(device.id);
+      await this.devices.releaseLease(device.id, this.workerId);
+    }
+  }
+
+  private newRunner(device: DeviceInfo): DeviceRunner {
+    return new DeviceRunner({
+      device,
+      network: this.network,
+      queue: this.queue,
+      devices: this.devices,
+      bus: this.bus,
+      http: this.http,
+      log: this.log,
+      workerId: this.workerId,
+      bulkDelayMs: this.config.bulkDelayMs,
+      batchSize: this.batchSize,
+      leaseValid: () => Date.now() < this.leaseValidUntil,
+      jobCancelled: (jobId) => this.jobCancelled(jobId),
+      onLoggedOut: (id) => {
+        void this.stopRunner(id, false);
+      },
+    });
   }
 
   private async stopRunner(id: string, logout: boolean): Promise<void> {
@@ -198,14 +193,10 @@ export class DeviceSupervisor implements DirectSendHost {
 
   /** Drains: stop claiming, finish in-flight sends, close sessions, release leases. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
     for (const unsubscribe of this.unsubscribers.splice(0)) unsubscribe();
-    await this.ticking;
+    await this.rounds.stop();
     const ids = this.ownedDevices;
     await Promise.all(ids.map((id) => this.stopRunner(id, false)));
-    if (ids.length > 0) {
-      await this.database.query('UPDATE devices SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1', [this.workerId]);
-    }
+    if (ids.length > 0) await this.devices.releaseAllLeases(this.workerId);
   }
 }

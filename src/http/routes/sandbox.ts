@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
 import { normalizePhone } from '../../platform/phone.js';
 import type { SandboxWorld } from '../../network/sandbox/world.js';
+import { DeviceStore } from '../../devices/device-store.js';
 import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
@@ -45,9 +46,9 @@ function digits(value: string, field: string): string {
 
 /** Test helpers that play the phone and the network. Only with NETWORK=sandbox; they touch only the caller's account. */
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; database: Database }> = async (app, { world, database }) => {
+  const devices = new DeviceStore(database);
   const ownDevice = async (accountId: string, deviceId: string): Promise<void> => {
-    const rows = await database.query('SELECT 1 FROM devices WHERE id = $1 AND account_id = $2 AND removed_at IS NULL', [deviceId, accountId]);
-    if (rows.length === 0) throw new AppError('NOT_FOUND', 'Device not found');
+    if (!(await devices.owns(accountId, deviceId))) throw new AppError('NOT_FOUND', 'Device not found');
   };
 
   app.post(
@@ -64,11 +65,8 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
     async (request) => {
       const { accountId } = auth(request);
       const phoneNumber = digits(request.body.phoneNumber, 'phoneNumber');
-      const [row] = await database.query<{ device_id: string }>(
-        'SELECT q.device_id FROM sandbox_qr_codes q JOIN devices d ON d.id = q.device_id WHERE q.code = $1 AND d.account_id = $2 AND d.removed_at IS NULL',
-        [request.body.code, accountId],
-      );
-      if (!row) throw new AppError('NOT_FOUND', 'No device of this account shows that QR code');
+      const shownFor = await world.qrCodeDevice(request.body.code);
+      if (!shownFor || !(await devices.owns(accountId, shownFor))) throw new AppError('NOT_FOUND', 'No device of this account shows that QR code');
       const result = await world.scan(request.body.code, phoneNumber);
       if (!result.ok) {
         throw new AppError('VALIDATION_ERROR', result.reason === 'expired' ? 'That QR code has expired; scan the current one' : 'Unknown QR code', [

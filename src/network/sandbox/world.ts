@@ -59,6 +59,14 @@ export interface IncomingRow {
 
 export const magicEnding = (to: string): string => to.slice(-4);
 
+/** 0003 fails the first hand-over of a message (a transient failure), then behaves. */
+function acceptedResult(row: { send_calls: number; to: string } | undefined): SendResult {
+  if (row && magicEnding(row.to) === '0003' && row.send_calls === 1) {
+    return { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
+  }
+  return { ok: true };
+}
+
 /** How far the receipt low-water marks stay behind the newest receipt handed over (see markReceipts). */
 const MARK_LAG_MS = 10_000;
 
@@ -81,6 +89,12 @@ export class SandboxWorld {
     await this.database.query(`DELETE FROM sandbox_qr_codes WHERE device_id = $1 AND expires_at < now() - interval '10 minutes'`, [deviceId]);
     await this.database.query('INSERT INTO sandbox_qr_codes (code, device_id, expires_at) VALUES ($1, $2, $3)', [code, deviceId, expiresAt]);
     return { code, expiresAt };
+  }
+
+  /** The device a code was shown for (expired or not), if the network showed it. */
+  async qrCodeDevice(code: string): Promise<string | undefined> {
+    const [row] = await this.database.query<{ device_id: string }>('SELECT device_id FROM sandbox_qr_codes WHERE code = $1', [code]);
+    return row?.device_id;
   }
 
   /** The phone scans a code: the device it was shown for becomes linked as phoneNumber. */
@@ -176,14 +190,7 @@ export class SandboxWorld {
       ],
     });
     const calls = new Map(rows.map((row) => [row.network_message_id, row]));
-    for (const index of onNetwork) {
-      const row = calls.get(batch[index]!.networkMessageId);
-      if (row && magicEnding(row.to) === '0003' && row.send_calls === 1) {
-        results[index] = { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
-      } else {
-        results[index] = { ok: true };
-      }
-    }
+    for (const index of onNetwork) results[index] = acceptedResult(calls.get(batch[index]!.networkMessageId));
     return results;
   }
 

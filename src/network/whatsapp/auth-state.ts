@@ -8,6 +8,7 @@
  * writing, so a worker that lost a device cannot overwrite what the new owner writes.
  */
 import type { Database } from '../../platform/database.js';
+import { WhatsAppStore } from './whatsapp-store.js';
 import type { AuthState, BaileysHelpers } from './types.js';
 
 const CREDS = 'creds';
@@ -17,11 +18,15 @@ export class DatabaseAuthStore {
   /** Writes are applied in the order Baileys made them. */
   private writes: Promise<void> = Promise.resolve();
 
+  private readonly rows: WhatsAppStore;
+
   constructor(
-    private readonly database: Database,
+    database: Database,
     readonly deviceId: string,
     private readonly helpers: BaileysHelpers,
-  ) {}
+  ) {
+    this.rows = new WhatsAppStore(database, deviceId);
+  }
 
   private encode(value: unknown): string {
     return JSON.stringify(value, this.helpers.BufferJSON.replacer);
@@ -34,11 +39,8 @@ export class DatabaseAuthStore {
 
   /** Stored credentials, or undefined when the device has none (never linked, or unlinked). */
   async loadCreds(): Promise<AuthState['creds'] | undefined> {
-    const [row] = await this.database.query<{ value: string }>(
-      `SELECT value FROM whatsapp_auth WHERE device_id = $1 AND category = $2 AND key_id = ''`,
-      [this.deviceId, CREDS],
-    );
-    return row ? (this.decode(CREDS, row.value) as AuthState['creds']) : undefined;
+    const value = await this.rows.authValue(CREDS);
+    return value !== undefined ? (this.decode(CREDS, value) as AuthState['creds']) : undefined;
   }
 
   /** The auth state to hand to Baileys: `creds` is the live object Baileys mutates; keys read and write the database. */
@@ -60,10 +62,7 @@ export class DatabaseAuthStore {
   async getKeys(type: string, ids: string[]): Promise<Record<string, unknown>> {
     const result: Record<string, unknown> = {};
     if (ids.length === 0) return result;
-    const rows = await this.database.query<{ key_id: string; value: string }>(
-      'SELECT key_id, value FROM whatsapp_auth WHERE device_id = $1 AND category = $2 AND key_id = ANY($3::text[])',
-      [this.deviceId, type, ids],
-    );
+    const rows = await this.rows.authValues(type, ids);
     for (const row of rows) result[row.key_id] = this.decode(type, row.value);
     return result;
   }
@@ -86,22 +85,7 @@ export class DatabaseAuthStore {
     }
     return this.write(async () => {
       if (upsert.id.length === 0 && remove.id.length === 0) return;
-      await this.database.transaction(async (tx) => {
-        if (upsert.id.length > 0) {
-          await tx.query(
-            `INSERT INTO whatsapp_auth (device_id, category, key_id, value)
-             SELECT $1, c, k, v FROM unnest($2::text[], $3::text[], $4::text[]) AS t(c, k, v)
-             ON CONFLICT (device_id, category, key_id) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
-            [this.deviceId, upsert.category, upsert.id, upsert.value],
-          );
-        }
-        if (remove.id.length > 0) {
-          await tx.query(
-            `DELETE FROM whatsapp_auth WHERE device_id = $1 AND (category, key_id) IN (SELECT c, k FROM unnest($2::text[], $3::text[]) AS t(c, k))`,
-            [this.deviceId, remove.category, remove.id],
-          );
-        }
-      });
+      await this.rows.writeAuth(upsert, remove);
     });
   }
 
@@ -109,18 +93,14 @@ export class DatabaseAuthStore {
     // Serialised now (Baileys keeps mutating the object), written in order.
     const value = this.encode(creds);
     return this.write(async () => {
-      await this.database.query(
-        `INSERT INTO whatsapp_auth (device_id, category, key_id, value) VALUES ($1, $2, '', $3)
-         ON CONFLICT (device_id, category, key_id) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`,
-        [this.deviceId, CREDS, value],
-      );
+      await this.rows.saveAuthValue(CREDS, value);
     });
   }
 
   /** Forgets everything (unlinked): the next link starts from fresh credentials. */
   clear(): Promise<void> {
     return this.write(async () => {
-      await this.database.query('DELETE FROM whatsapp_auth WHERE device_id = $1', [this.deviceId]);
+      await this.rows.clearAuth();
     }, true);
   }
 

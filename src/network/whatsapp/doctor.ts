@@ -9,6 +9,7 @@
 import pino from 'pino';
 import type { Config } from '../../config.js';
 import type { Database, Queryable } from '../../platform/database.js';
+import { DeviceStore } from '../../devices/device-store.js';
 import { DatabaseAuthStore } from './auth-state.js';
 import { baileysHelpers, baileysSocketFactory, loadBaileys, type BaileysModule } from './baileys.js';
 import { classifyDisconnect, statusCodeOf } from './messages.js';
@@ -118,8 +119,9 @@ async function roundTripAuth(baileys: BaileysModule, database: Database): Promis
   try {
     await database.transaction(async (tx: Queryable) => {
       const scoped = { query: tx.query.bind(tx), transaction: async <T>(work: (inner: Queryable) => Promise<T>): Promise<T> => work(tx) } as unknown as Database;
+      // AccountService opens its own transaction (with a user and a password), which this rollback could not undo: a raw row.
       await tx.query(`INSERT INTO accounts (id, name, plan_id) VALUES ('acc_doctor', 'waygate doctor', (SELECT id FROM plans ORDER BY id LIMIT 1))`);
-      await tx.query(`INSERT INTO devices (id, account_id, name, status) VALUES ('dev_doctor', 'acc_doctor', 'doctor', 'PENDING')`);
+      await new DeviceStore(scoped).insert(tx, { id: 'dev_doctor', accountId: 'acc_doctor', name: 'doctor' });
       const store = new DatabaseAuthStore(scoped, 'dev_doctor', helpers);
       const creds = helpers.initAuthCreds() as AuthState['creds'];
       await store.saveCreds(creds);

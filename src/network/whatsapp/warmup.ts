@@ -11,6 +11,7 @@
  */
 import type { Database } from '../../platform/database.js';
 import type { BulkPolicy } from '../network.js';
+import { WhatsAppStore } from './whatsapp-store.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -20,18 +21,19 @@ export class WarmupPolicy implements BulkPolicy {
   private sent = 0;
   private pausedUntil: Date | null = null;
 
+  private readonly store: WhatsAppStore;
+
   constructor(
-    private readonly database: Database,
-    private readonly deviceId: string,
+    database: Database,
+    deviceId: string,
     private readonly caps: number[],
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.store = new WhatsAppStore(database, deviceId);
+  }
 
   async load(): Promise<void> {
-    const [row] = await this.database.query<{ first_linked_at: Date | null; warmup_day: number; warmup_sent: number; bulk_paused_until: Date | null }>(
-      'SELECT first_linked_at, warmup_day, warmup_sent, bulk_paused_until FROM whatsapp_devices WHERE device_id = $1',
-      [this.deviceId],
-    );
+    const row = await this.store.warmup();
     if (!row) return;
     this.firstLinkedAt = row.first_linked_at;
     this.day = row.warmup_day;
@@ -43,26 +45,12 @@ export class WarmupPolicy implements BulkPolicy {
   async pause(until: Date): Promise<void> {
     if (this.pausedUntil && this.pausedUntil >= until) return;
     this.pausedUntil = until;
-    await this.database.query(
-      `INSERT INTO whatsapp_devices (device_id, bulk_paused_until) VALUES ($1, $2)
-       ON CONFLICT (device_id) DO UPDATE SET bulk_paused_until = GREATEST(whatsapp_devices.bulk_paused_until, EXCLUDED.bulk_paused_until), updated_at = now()`,
-      [this.deviceId, until],
-    );
+    await this.store.pauseBulk(until);
   }
 
   /** The device is linked as `phoneNumber`: a number seen for the first time (or a different one) starts its warm-up. */
   async linked(phoneNumber: string): Promise<void> {
-    const [row] = await this.database.query<{ first_linked_at: Date; warmup_day: number; warmup_sent: number }>(
-      `INSERT INTO whatsapp_devices (device_id, phone_number, first_linked_at) VALUES ($1, $2, now())
-       ON CONFLICT (device_id) DO UPDATE SET
-         first_linked_at = CASE WHEN whatsapp_devices.phone_number IS DISTINCT FROM EXCLUDED.phone_number OR whatsapp_devices.first_linked_at IS NULL
-                                THEN now() ELSE whatsapp_devices.first_linked_at END,
-         warmup_day = CASE WHEN whatsapp_devices.phone_number IS DISTINCT FROM EXCLUDED.phone_number THEN 0 ELSE whatsapp_devices.warmup_day END,
-         warmup_sent = CASE WHEN whatsapp_devices.phone_number IS DISTINCT FROM EXCLUDED.phone_number THEN 0 ELSE whatsapp_devices.warmup_sent END,
-         phone_number = EXCLUDED.phone_number, updated_at = now()
-       RETURNING first_linked_at, warmup_day, warmup_sent`,
-      [this.deviceId, phoneNumber],
-    );
+    const row = await this.store.linked(phoneNumber);
     if (row) {
       this.firstLinkedAt = row.first_linked_at;
       this.day = row.warmup_day;
@@ -93,10 +81,6 @@ export class WarmupPolicy implements BulkPolicy {
   async consumed(count: number): Promise<void> {
     if (count <= 0 || !this.current()) return;
     this.sent += count;
-    await this.database.query('UPDATE whatsapp_devices SET warmup_day = $2, warmup_sent = $3, updated_at = now() WHERE device_id = $1', [
-      this.deviceId,
-      this.day,
-      this.sent,
-    ]);
+    await this.store.saveWarmup(this.day, this.sent);
   }
 }

@@ -34,6 +34,7 @@ import type {
   SendResult,
   SessionHandlers,
 } from '../network.js';
+import { DeviceStore } from '../../devices/device-store.js';
 import { DatabaseAuthStore } from './auth-state.js';
 import { isLidJid, isPersonJid, jidToPhone, maskPhone, normalizeLid, parseJid, phoneToJid } from './jid.js';
 import {
@@ -68,6 +69,7 @@ import { WAStatus } from './types.js';
 import type { WaVersionSource } from './version.js';
 import { formatVersion } from './version.js';
 import { WarmupPolicy } from './warmup.js';
+import { WhatsAppStore } from './whatsapp-store.js';
 
 /** Backoff of the session's own retries while a device is being linked. */
 const LINKING_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -123,6 +125,8 @@ type Listener = (arg: never) => void;
 export class WhatsAppSession implements NetworkSession {
   readonly bulkPolicy: WarmupPolicy;
   private readonly store: DatabaseAuthStore;
+  /** The device's other whatsapp_* rows (stop, sent messages, number look-ups, LIDs). */
+  private readonly rows: WhatsAppStore;
   private readonly log: Logger;
   private creds: AuthState['creds'] | undefined;
   private socket: WASocketLike | undefined;
@@ -163,6 +167,7 @@ export class WhatsAppSession implements NetworkSession {
     private readonly onClosed: (session: WhatsAppSession) => void,
   ) {
     this.store = new DatabaseAuthStore(options.database, device.id, options.helpers);
+    this.rows = new WhatsAppStore(options.database, device.id);
     this.log = options.log.child({ component: 'whatsapp', deviceId: device.id });
     this.reported = device.status === 'CONNECTED' || device.status === 'DISCONNECTED';
     this.bulkPolicy = new WarmupPolicy(options.database, device.id, options.config.warmupDailyCaps);
@@ -191,13 +196,8 @@ export class WhatsAppSession implements NetworkSession {
 
   async start(): Promise<void> {
     await this.bulkPolicy.load();
-    const [stop] = await this.options.database.query<{ stopped_code: string | null; stopped_message: string | null }>(
-      'SELECT stopped_code, stopped_message FROM whatsapp_devices WHERE device_id = $1',
-      [this.device.id],
-    );
-    await this.options.database.query(`DELETE FROM whatsapp_sent_messages WHERE device_id = $1 AND sent_at < now() - interval '${SENT_RETENTION}'`, [
-      this.device.id,
-    ]);
+    const stop = await this.rows.stop();
+    await this.rows.pruneSent(SENT_RETENTION);
     const stored = await this.store.loadCreds();
     if (stored?.account) {
       this.creds = stored;
@@ -387,35 +387,10 @@ export class WhatsAppSession implements NetworkSession {
     }
 
     if (decision.loggedOut) {
-      if (!this.reported) {
-        // Credentials that were never (or no longer) linked, e.g. a pairing code that was not
-        // entered: start over with new ones and show a new QR code.
-        this.log.warn({ statusCode }, 'WhatsApp refused the unlinked credentials; starting a new link');
-        this.creds = undefined;
-        await this.store.clear();
-        this.retryLinking(false);
-        return;
-      }
-      await this.store.clear();
-      await this.forgetLink();
-      this.creds = undefined;
-      this.log.warn({ statusCode }, 'the device was unlinked from the phone (LOGGED_OUT); credentials deleted');
-      await this.emit({ type: 'disconnected', reason: 'logout', message: decision.message });
-      this.settleAttempt();
+      await this.onLoggedOut(statusCode, decision.message);
       return;
     }
-
-    if (decision.outdated && this.options.version.current.source !== 'configured' && !this.outdatedRetried) {
-      // WhatsApp calls the client outdated: read the version again; a different one is tried once.
-      this.outdatedRetried = true;
-      const { version } = await this.options.version.refresh();
-      if (this.closed) return;
-      if (formatVersion(version) !== this.socketVersion) {
-        this.log.warn({ statusCode, from: this.socketVersion, to: formatVersion(version) }, 'WhatsApp refused the client version; retrying with the version just read');
-        this.connect();
-        return;
-      }
-    }
+    if (decision.outdated && (await this.retriedOutdated(statusCode))) return;
     if (decision.stop) {
       await this.stop(decision.stop.code, decision.message);
       return;
@@ -427,7 +402,12 @@ export class WhatsAppSession implements NetworkSession {
       this.settleAttempt();
       return;
     }
-    if (!reachedServer) this.warn('CONNECTION_FAILED', `Could not connect to WhatsApp to link the device: ${decision.message}`);
+    await this.onLinkingClosed(reachedServer, decision.message);
+  }
+
+  /** A close while linking: retried by the session itself, until nobody scanned for maxQrCycles. */
+  private async onLinkingClosed(reachedServer: boolean, message: string): Promise<void> {
+    if (!reachedServer) this.warn('CONNECTION_FAILED', `Could not connect to WhatsApp to link the device: ${message}`);
     else if (++this.qrCycles >= this.options.config.maxQrCycles) {
       // Nobody is scanning: new codes every 20 s forever are traffic for nothing (and a signal).
       await this.stop(
@@ -440,16 +420,46 @@ export class WhatsAppSession implements NetworkSession {
     this.settleAttempt();
   }
 
+  /** WhatsApp refused the credentials (401): a linked device is unlinked; unlinked credentials start a new link. */
+  private async onLoggedOut(statusCode: number | undefined, message: string): Promise<void> {
+    if (!this.reported) {
+      // Credentials that were never (or no longer) linked, e.g. a pairing code that was not
+      // entered: start over with new ones and show a new QR code.
+      this.log.warn({ statusCode }, 'WhatsApp refused the unlinked credentials; starting a new link');
+      this.creds = undefined;
+      await this.store.clear();
+      this.retryLinking(false);
+      return;
+    }
+    await this.store.clear();
+    await this.forgetLink();
+    this.creds = undefined;
+    this.log.warn({ statusCode }, 'the device was unlinked from the phone (LOGGED_OUT); credentials deleted');
+    await this.emit({ type: 'disconnected', reason: 'logout', message });
+    this.settleAttempt();
+  }
+
+  /**
+   * WhatsApp calls the client outdated: the version is read again and a different one tried once
+   * (unless configured). True when the close is handled (reconnected, or the session closed meanwhile).
+   */
+  private async retriedOutdated(statusCode: number | undefined): Promise<boolean> {
+    if (this.options.version.current.source === 'configured' || this.outdatedRetried) return false;
+    this.outdatedRetried = true;
+    const { version } = await this.options.version.refresh();
+    if (this.closed) return true;
+    if (formatVersion(version) === this.socketVersion) return false;
+    this.log.warn({ statusCode, from: this.socketVersion, to: formatVersion(version) }, 'WhatsApp refused the client version; retrying with the version just read');
+    this.connect();
+    return true;
+  }
+
   /** Stops retrying (see the header), remembered for whichever worker holds the device next. */
   private async stop(code: string, message: string): Promise<void> {
     this.clearTimers();
     this.stopped = { code, message };
     this.log.warn({ code }, `WhatsApp session stopped: ${message}`);
-    await this.options.database.query(
-      `INSERT INTO whatsapp_devices (device_id, stopped_code, stopped_message, stopped_at) VALUES ($1, $2, $3, now())
-       ON CONFLICT (device_id) DO UPDATE SET stopped_code = $2, stopped_message = $3, stopped_at = now(), updated_at = now()`,
-      [this.device.id, code, message],
-    );
+    await this.rows.saveStop(code, message);
     await this.emit({ type: 'stopped', code, message });
     this.settleAttempt();
   }
@@ -460,9 +470,7 @@ export class WhatsAppSession implements NetworkSession {
     this.outdatedRetried = false;
     if (!this.stopped) return;
     this.stopped = undefined;
-    await this.options.database.query('UPDATE whatsapp_devices SET stopped_code = NULL, stopped_message = NULL, stopped_at = NULL, updated_at = now() WHERE device_id = $1', [
-      this.device.id,
-    ]);
+    await this.rows.clearStop();
     this.log.info('WhatsApp session resumed after a stop');
   }
 
@@ -497,29 +505,12 @@ export class WhatsAppSession implements NetworkSession {
 
   // ---- sending ---------------------------------------------------------------------------
 
-  async send(message: OutgoingMessage): Promise<SendResult> {
-    const socket = this.socket;
-    if (this.closed || !socket || this.socketState !== 'open') {
-      return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
-    }
-    let content;
-    try {
-      content = outgoingContent(message);
-    } catch (error) {
-      return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
-    }
-    let jid: string | null;
-    try {
-      jid = await this.resolveJid(socket, message.to);
-    } catch (error) {
-      return this.failed(classifySendError(error));
-    }
-    if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
-
-    const id = message.networkMessageId;
-    // The waiter exists before the hand-over (the server's ack can overtake sendMessage's
-    // return), but its clock starts only once sendMessage returned: sendMessage includes the
-    // media upload, which has a timeout of its own (WHATSAPP_UPLOAD_TIMEOUT_MS).
+  /**
+   * The waiter for the server's ack of `id`, in place before the hand-over (the ack can overtake
+   * sendMessage's return). Its clock starts only with startClock(), once sendMessage returned:
+   * sendMessage includes the media upload, which has a timeout of its own (WHATSAPP_UPLOAD_TIMEOUT_MS).
+   */
+  private ackWaiter(id: string): { acked: Promise<SendResult | SendFailure>; startClock: () => void } {
     let startClock: () => void = () => undefined;
     const acked = new Promise<SendResult | SendFailure>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -542,6 +533,30 @@ export class WhatsAppSession implements NetworkSession {
         },
       });
     });
+    return { acked, startClock };
+  }
+
+  async send(message: OutgoingMessage): Promise<SendResult> {
+    const socket = this.socket;
+    if (this.closed || !socket || this.socketState !== 'open') {
+      return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
+    }
+    let content;
+    try {
+      content = outgoingContent(message);
+    } catch (error) {
+      return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
+    }
+    let jid: string | null;
+    try {
+      jid = await this.resolveJid(socket, message.to);
+    } catch (error) {
+      return this.failed(classifySendError(error));
+    }
+    if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
+
+    const id = message.networkMessageId;
+    const { acked, startClock } = this.ackWaiter(id);
     const uploadTimeoutMs = this.options.config.uploadTimeoutMs;
     let sent: WAMessage | undefined;
     try {
@@ -570,11 +585,7 @@ export class WhatsAppSession implements NetworkSession {
   /** What was sent, for a retry request (getMessage); a failure to keep it does not fail the send. */
   private async keepSent(id: string, content: unknown): Promise<void> {
     try {
-      await this.options.database.query(
-        `INSERT INTO whatsapp_sent_messages (device_id, message_id, content) VALUES ($1, $2, $3)
-         ON CONFLICT (device_id, message_id) DO UPDATE SET content = EXCLUDED.content, sent_at = now()`,
-        [this.device.id, id, this.options.helpers.encodeMessage(content)],
-      );
+      await this.rows.keepSent(id, this.options.helpers.encodeMessage(content));
     } catch (error) {
       this.log.error({ err: error }, 'keeping a sent WhatsApp message for retry requests failed');
     }
@@ -583,15 +594,12 @@ export class WhatsAppSession implements NetworkSession {
   /** Baileys' getMessage: a recipient asks for a message again (it could not decrypt it); any kind is answered. */
   private async sentMessage(key: WAMessageKey): Promise<unknown> {
     if (!key.id) return undefined;
-    const [row] = await this.options.database.query<{ content: Uint8Array }>('SELECT content FROM whatsapp_sent_messages WHERE device_id = $1 AND message_id = $2', [
-      this.device.id,
-      key.id,
-    ]);
-    if (!row) {
+    const content = await this.rows.sent(key.id);
+    if (!content) {
       this.log.warn({ id: key.id }, 'a retry request for a message Waygate did not keep; the recipient may see "waiting for this message"');
       return undefined;
     }
-    return this.options.helpers.decodeMessage(row.content);
+    return this.options.helpers.decodeMessage(content);
   }
 
   private failed(failure: SendResult | SendFailure): SendResult {
@@ -607,20 +615,11 @@ export class WhatsAppSession implements NetworkSession {
    */
   private async resolveJid(socket: WASocketLike, phoneNumber: string): Promise<string | null> {
     if (!socket.onWhatsApp) return phoneToJid(phoneNumber);
-    const { database } = this.options;
-    const [cached] = await database.query<{ jid: string | null }>(
-      `SELECT jid FROM whatsapp_numbers WHERE device_id = $1 AND phone_number = $2
-          AND checked_at > now() - CASE WHEN jid IS NULL THEN $3::int ELSE $4::int END * interval '1 millisecond'`,
-      [this.device.id, phoneNumber, OFF_NETWORK_CACHE_MS, ON_NETWORK_CACHE_MS],
-    );
+    const cached = await this.rows.cachedJid(phoneNumber, ON_NETWORK_CACHE_MS, OFF_NETWORK_CACHE_MS);
     if (cached) return cached.jid;
     const [result] = (await socket.onWhatsApp(phoneToJid(phoneNumber))) ?? [];
     const jid = result?.exists ? result.jid : null;
-    await database.query(
-      `INSERT INTO whatsapp_numbers (device_id, phone_number, jid) VALUES ($1, $2, $3)
-       ON CONFLICT (device_id, phone_number) DO UPDATE SET jid = EXCLUDED.jid, checked_at = now()`,
-      [this.device.id, phoneNumber, jid],
-    );
+    await this.rows.saveJid(phoneNumber, jid);
     return jid;
   }
 
@@ -751,22 +750,15 @@ export class WhatsAppSession implements NetworkSession {
     const phone = jidToPhone(phoneJid);
     if (!lid || !phone || this.lids.get(lid) === phone) return;
     this.lids.set(lid, phone);
-    await this.options.database.query(
-      `INSERT INTO whatsapp_lids (device_id, lid, phone_number) VALUES ($1, $2, $3)
-       ON CONFLICT (device_id, lid) DO UPDATE SET phone_number = EXCLUDED.phone_number, updated_at = now()`,
-      [this.device.id, lid, phone],
-    );
+    await this.rows.saveLid(lid, phone);
   }
 
   private async lookupLid(lid: string): Promise<string | undefined> {
     const cached = this.lids.get(lid);
     if (cached) return cached;
-    const [row] = await this.options.database.query<{ phone_number: string }>('SELECT phone_number FROM whatsapp_lids WHERE device_id = $1 AND lid = $2', [
-      this.device.id,
-      lid,
-    ]);
-    if (row) this.lids.set(lid, row.phone_number);
-    return row?.phone_number;
+    const phone = await this.rows.lidPhone(lid);
+    if (phone) this.lids.set(lid, phone);
+    return phone;
   }
 
   private async onContacts(contacts: WAContact[]): Promise<void> {
@@ -783,11 +775,7 @@ export class WhatsAppSession implements NetworkSession {
   private async forgetLink(): Promise<void> {
     this.lids.clear();
     this.stopped = undefined;
-    await this.options.database.query('DELETE FROM whatsapp_lids WHERE device_id = $1', [this.device.id]);
-    await this.options.database.query(
-      'UPDATE whatsapp_devices SET stopped_code = NULL, stopped_message = NULL, stopped_at = NULL, bulk_paused_until = NULL, updated_at = now() WHERE device_id = $1',
-      [this.device.id],
-    );
+    await this.rows.forgetLink();
   }
 
   // ---- control ---------------------------------------------------------------------------
@@ -914,8 +902,10 @@ export class WhatsAppNetwork implements Network {
   readonly kind = 'whatsapp' as const;
   private readonly sessions = new Map<string, WhatsAppSession>();
   private readonly unsubscribe: () => void;
+  private readonly devices: DeviceStore;
 
   constructor(private readonly options: WhatsAppNetworkOptions) {
+    this.devices = new DeviceStore(options.database);
     // Pairing-code requests come from the API (any process) through the database and the bus.
     this.unsubscribe = options.bus.subscribe('waygate_devices', (payload) => {
       if (!payload.startsWith('pair:')) return;
@@ -940,12 +930,9 @@ export class WhatsAppNetwork implements Network {
 
   /** Answers the device's open pairing-code request, if any (see DeviceService.pairingCode). */
   async answerPairing(session: WhatsAppSession): Promise<void> {
-    const { database, bus, log } = this.options;
+    const { bus, log } = this.options;
     const deviceId = session.device.id;
-    const [request] = await database.query<{ request_id: string; phone_number: string }>(
-      'SELECT request_id, phone_number FROM device_pairing_codes WHERE device_id = $1 AND code IS NULL AND error IS NULL',
-      [deviceId],
-    );
+    const request = await this.devices.openPairingRequest(deviceId);
     if (!request) return;
     let update: { code: string | null; error: string | null; expiresAt: Date | null };
     try {
@@ -956,13 +943,7 @@ export class WhatsAppNetwork implements Network {
       log.warn({ deviceId, code, err: error instanceof PairingError ? undefined : error }, 'WhatsApp pairing code request failed');
       update = { code: null, error: `${code}: ${(error as Error).message}`, expiresAt: null };
     }
-    await database.query('UPDATE device_pairing_codes SET code = $3, error = $4, expires_at = $5 WHERE device_id = $1 AND request_id = $2', [
-      deviceId,
-      request.request_id,
-      update.code,
-      update.error,
-      update.expiresAt,
-    ]);
+    await this.devices.answerPairing(deviceId, request.request_id, update);
     await bus.publish('waygate_devices', `pairing:${deviceId}`);
   }
 
