@@ -73,7 +73,17 @@ const WebhookInput = {
 const DeliveryParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), deliveryId: Type.String({ minLength: 1, maxLength: 100 }) });
 const WEBHOOK_ERRORS = ['FORBIDDEN', 'NOT_FOUND'] as const;
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
+  readRoutes(app, webhooks);
+  changeRoutes(app, webhooks);
+  secretAndTestRoutes(app, webhooks);
+  deliveryRoutes(app, webhooks);
+};
+
+/** Listing and reading endpoints (never their secrets). */
+function readRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks',
     {
@@ -91,6 +101,18 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     },
   );
 
+  app.get(
+    '/webhooks/:id',
+    {
+      config: { scope: 'webhooks:read' },
+      schema: { tags: ['webhooks'], summary: 'Read a webhook endpoint (without its secret)', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
+    },
+    async (request) => ({ success: true as const, data: await webhooks.get(auth(request).accountId, request.params.id) }),
+  );
+}
+
+/** Adding, changing and deleting endpoints. */
+function changeRoutes(app: App, webhooks: WebhookService): void {
   app.post(
     '/webhooks',
     {
@@ -103,15 +125,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       },
     },
     async (request, reply) => reply.status(201).send({ success: true as const, data: await webhooks.create(auth(request).accountId, request.body) }),
-  );
-
-  app.get(
-    '/webhooks/:id',
-    {
-      config: { scope: 'webhooks:read' },
-      schema: { tags: ['webhooks'], summary: 'Read a webhook endpoint (without its secret)', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
-    },
-    async (request) => ({ success: true as const, data: await webhooks.get(auth(request).accountId, request.params.id) }),
   );
 
   app.patch(
@@ -148,7 +161,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       return { success: true as const };
     },
   );
+}
 
+/** The signing secret, its rotation, and test events. */
+function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id/secret',
     {
@@ -200,7 +216,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     },
     async (request, reply) => reply.status(202).send({ success: true as const, data: await webhooks.test(auth(request).accountId, request.params.id) }),
   );
+}
 
+/** The delivery log, and sending deliveries again. */
+function deliveryRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id/deliveries',
     {
@@ -249,4 +268,4 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     async (request, reply) =>
       reply.status(202).send({ success: true as const, data: await webhooks.replay(auth(request).accountId, request.params.id, new Date(request.body.since)) }),
   );
-};
+}
