@@ -255,66 +255,73 @@ function countLineBreaks(text: string): number {
  */
 export function parseCsv(text: string): CsvRecord[] {
   const records: CsvRecord[] = [];
-  const length = text.length;
-  let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
-  let line = 1;
-  while (i < length) {
-    const startLine = line;
+  const cursor = { text, i: text.charCodeAt(0) === 0xfeff ? 1 : 0, line: 1 };
+  while (cursor.i < text.length) {
+    const startLine = cursor.line;
     const fields: string[] = [];
     for (;;) {
-      let j = i;
-      while (j < length && (text[j] === ' ' || text[j] === '\t')) j += 1;
-      if (text.charCodeAt(j) === QUOTE) {
-        const quoteLine = line;
-        let value = '';
-        let k = j + 1;
-        for (;;) {
-          const close = text.indexOf('"', k);
-          if (close === -1) throw new CsvSyntaxError(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
-          const chunk = text.slice(k, close);
-          value += chunk;
-          line += countLineBreaks(chunk);
-          if (text.charCodeAt(close + 1) === QUOTE) {
-            value += '"';
-            k = close + 2;
-            continue;
-          }
-          k = close + 1;
-          break;
-        }
-        while (k < length && (text[k] === ' ' || text[k] === '\t')) k += 1;
-        const next = text.charCodeAt(k);
-        if (k < length && next !== COMMA && next !== LF && next !== CR) {
-          throw new CsvSyntaxError(`unexpected text after a closing quote on line ${line} (a quote inside a quoted field must be doubled)`, line);
-        }
-        fields.push(value);
-        i = k;
-      } else {
-        let k = j;
-        while (k < length) {
-          const c = text.charCodeAt(k);
-          if (c === COMMA || c === LF || c === CR) break;
-          k += 1;
-        }
-        fields.push(text.slice(j, k).trim());
-        i = k;
-      }
-      if (text.charCodeAt(i) === COMMA) {
-        i += 1;
-        continue;
-      }
-      break;
+      let j = cursor.i;
+      while (j < text.length && (text[j] === ' ' || text[j] === '\t')) j += 1;
+      fields.push(text.charCodeAt(j) === QUOTE ? readQuoted(cursor, j) : readPlain(cursor, j));
+      if (text.charCodeAt(cursor.i) !== COMMA) break;
+      cursor.i += 1;
     }
-    if (text.charCodeAt(i) === CR) {
-      i += text.charCodeAt(i + 1) === LF ? 2 : 1;
-      line += 1;
-    } else if (text.charCodeAt(i) === LF) {
-      i += 1;
-      line += 1;
+    if (text.charCodeAt(cursor.i) === CR) {
+      cursor.i += text.charCodeAt(cursor.i + 1) === LF ? 2 : 1;
+      cursor.line += 1;
+    } else if (text.charCodeAt(cursor.i) === LF) {
+      cursor.i += 1;
+      cursor.line += 1;
     }
     if (fields.some((field) => field !== '')) records.push({ line: startLine, fields });
   }
   return records;
+}
+
+/** Where parseCsv is: the offset in the text and the line it is on. */
+interface CsvCursor {
+  text: string;
+  i: number;
+  line: number;
+}
+
+/** A quoted field opening at `quote`; leaves the cursor after it (and the spaces that follow), at a separator or the end. */
+function readQuoted(cursor: CsvCursor, quote: number): string {
+  const { text } = cursor;
+  const quoteLine = cursor.line;
+  let value = '';
+  let k = quote + 1;
+  for (;;) {
+    const close = text.indexOf('"', k);
+    if (close === -1) throw new CsvSyntaxError(`a quoted field opened on line ${quoteLine} is never closed`, quoteLine);
+    const chunk = text.slice(k, close);
+    value += chunk;
+    cursor.line += countLineBreaks(chunk);
+    k = close + 1;
+    if (text.charCodeAt(k) !== QUOTE) break;
+    value += '"';
+    k += 1;
+  }
+  while (k < text.length && (text[k] === ' ' || text[k] === '\t')) k += 1;
+  const next = text.charCodeAt(k);
+  if (k < text.length && next !== COMMA && next !== LF && next !== CR) {
+    throw new CsvSyntaxError(`unexpected text after a closing quote on line ${cursor.line} (a quote inside a quoted field must be doubled)`, cursor.line);
+  }
+  cursor.i = k;
+  return value;
+}
+
+/** An unquoted field starting at `start`, trimmed; leaves the cursor at the separator or the end. */
+function readPlain(cursor: CsvCursor, start: number): string {
+  const { text } = cursor;
+  let k = start;
+  while (k < text.length) {
+    const c = text.charCodeAt(k);
+    if (c === COMMA || c === LF || c === CR) break;
+    k += 1;
+  }
+  cursor.i = k;
+  return text.slice(start, k).trim();
 }
 
 export function contactExists(phoneNumber: string): AppError {
