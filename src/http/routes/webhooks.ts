@@ -76,14 +76,14 @@ const WEBHOOK_ERRORS = ['FORBIDDEN', 'NOT_FOUND'] as const;
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
-  readRoutes(app, webhooks);
-  changeRoutes(app, webhooks);
+  collectionRoutes(app, webhooks);
+  endpointRoutes(app, webhooks);
   secretAndTestRoutes(app, webhooks);
   deliveryRoutes(app, webhooks);
 };
 
-/** Listing and reading endpoints (never their secrets). */
-function readRoutes(app: App, webhooks: WebhookService): void {
+/** Listing endpoints (never their secrets) and adding one. */
+function collectionRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks',
     {
@@ -101,18 +101,6 @@ function readRoutes(app: App, webhooks: WebhookService): void {
     },
   );
 
-  app.get(
-    '/webhooks/:id',
-    {
-      config: { scope: 'webhooks:read' },
-      schema: { tags: ['webhooks'], summary: 'Read a webhook endpoint (without its secret)', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
-    },
-    async (request) => ({ success: true as const, data: await webhooks.get(auth(request).accountId, request.params.id) }),
-  );
-}
-
-/** Adding, changing and deleting endpoints. */
-function changeRoutes(app: App, webhooks: WebhookService): void {
   app.post(
     '/webhooks',
     {
@@ -125,6 +113,18 @@ function changeRoutes(app: App, webhooks: WebhookService): void {
       },
     },
     async (request, reply) => reply.status(201).send({ success: true as const, data: await webhooks.create(auth(request).accountId, request.body) }),
+  );
+}
+
+/** Reading, changing and deleting one endpoint. */
+function endpointRoutes(app: App, webhooks: WebhookService): void {
+  app.get(
+    '/webhooks/:id',
+    {
+      config: { scope: 'webhooks:read' },
+      schema: { tags: ['webhooks'], summary: 'Read a webhook endpoint (without its secret)', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
+    },
+    async (request) => ({ success: true as const, data: await webhooks.get(auth(request).accountId, request.params.id) }),
   );
 
   app.patch(
