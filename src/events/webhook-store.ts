@@ -5,8 +5,9 @@
  * appendEventsSql), which queues deliveries in the very statement that appends their events.
  *
  * Invariants every statement here keeps:
- * - Rows are always addressed with their account (account_id), except by the worker, which
- *   serves every account and holds deliveries by lease (claimed_by, claimed_until).
+ * - The API's statements name the account (account_id) of what they touch; the two that go by id
+ *   alone (findDelivery, findDeliveryOf) are called with ids just checked against the account.
+ *   The worker serves every account and holds deliveries by lease (claimed_by, claimed_until).
  * - A delivery leaves the worker's hands only through CLEAR_CLAIM: recorded, requeued or
  *   released, its lease is dropped in the same write.
  * - The worker writes an outcome only while it still holds the claim (claimed_by = itself): a
