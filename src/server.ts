@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp, createServices } from './app.js';
 import { ConfigError, type Config, type Role } from './config.js';
+import { countAccounts } from './directory/account-store.js';
 import { startControlSocket } from './control-socket.js';
 import { openDatabase, type Database } from './platform/database.js';
 import { runMigrations } from './platform/migrate.js';
@@ -50,8 +51,7 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
     // The embedded database is this process's alone: the CLI's operator commands come through here.
     if (database.kind === 'pglite') control = await startControlSocket(config.dataDir, database, app.log as unknown as Logger, usage);
     app.log.info({ role, database: database.kind, network: config.network, address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)' }, 'waygate is up');
-    const [{ n: accountCount } = { n: 0 }] = await database.query<{ n: number }>('SELECT count(*)::int AS n FROM accounts');
-    if (accountCount === 0) {
+    if ((await countAccounts(database)) === 0) {
       app.log.info(
         `No account exists yet. Open ${config.publicUrl}/dashboard to sign up as the first user, or stop the server and run: ` +
           'npm run waygate -- accounts create --email you@example.com --password <password>, ' +

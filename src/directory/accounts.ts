@@ -1,11 +1,10 @@
 /** Accounts (tenants), their dashboard users, plans and the usage of the current quota period. */
-import { eq, sql } from 'drizzle-orm';
 import type { Database } from '../platform/database.js';
-import { accounts, plans, users } from '../platform/schema.js';
 import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { hashPassword } from './passwords.js';
-import type { Plan, PlanPeriod } from './plans.js';
+import type { Plan } from './plans.js';
+import * as store from './account-store.js';
 
 export interface AccountSummary {
   id: string;
@@ -24,27 +23,33 @@ export interface CreatedAccount {
   planId: string;
 }
 
-/** An arbitrary constant: "wgfirstu" (first-user sign-up). */
-const FIRST_USER_LOCK_KEY = 0x77676675;
-
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** The one form of an email everywhere (stored, looked up, compared): trimmed and lower-cased. */
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+function validateNewUser(input: { email: string; password: string }): string {
+  const email = normalizeEmail(input.email);
+  if (!EMAIL.test(email)) throw new AppError('VALIDATION_ERROR', 'email is not a valid address', [{ field: 'email', message: 'must be an email address' }]);
+  if (input.password.length < 8) {
+    throw new AppError('VALIDATION_ERROR', 'password must have at least 8 characters', [
+      { field: 'password', message: 'must have at least 8 characters' },
+    ]);
+  }
+  return email;
+}
 
 export class AccountService {
   constructor(private readonly database: Database) {}
 
   async listPlans(): Promise<Plan[]> {
-    const rows = await this.database.db.select().from(plans).orderBy(plans.id);
-    return rows.map((row) => ({ ...row, period: row.period as PlanPeriod }));
+    return store.listPlans(this.database);
   }
 
   private async requirePlan(planId: string): Promise<void> {
-    const [plan] = await this.database.db.select({ id: plans.id }).from(plans).where(eq(plans.id, planId));
-    if (!plan) {
-      const known = (await this.listPlans()).map((p) => p.id).join(', ');
-      throw new AppError('VALIDATION_ERROR', `Unknown plan "${planId}" (plans: ${known})`, [
-        { field: 'plan', message: `must be one of ${known}` },
-      ]);
-    }
+    if (await store.planExists(this.database, planId)) return;
+    const known = (await this.listPlans()).map((p) => p.id).join(', ');
+    throw new AppError('VALIDATION_ERROR', `Unknown plan "${planId}" (plans: ${known})`, [{ field: 'plan', message: `must be one of ${known}` }]);
   }
 
   /**
@@ -53,81 +58,51 @@ export class AccountService {
    * an advisory lock, so exactly one can win.
    */
   async createAccount(input: { email: string; password: string; plan?: string; name?: string; onlyIfNoUsers?: boolean }): Promise<CreatedAccount> {
-    const email = input.email.trim().toLowerCase();
-    if (!EMAIL.test(email)) throw new AppError('VALIDATION_ERROR', 'email is not a valid address', [{ field: 'email', message: 'must be an email address' }]);
-    if (input.password.length < 8) {
-      throw new AppError('VALIDATION_ERROR', 'password must have at least 8 characters', [
-        { field: 'password', message: 'must have at least 8 characters' },
-      ]);
-    }
+    const email = validateNewUser(input);
     const planId = input.plan ?? 'free';
     await this.requirePlan(planId);
-    const passwordHash = await hashPassword(input.password);
-    const accountId = newId('acc');
-    const userId = newId('usr');
+    const row = { accountId: newId('acc'), name: input.name ?? email, planId, userId: newId('usr'), email, passwordHash: await hashPassword(input.password) };
     try {
-      await this.database.db.transaction(async (tx) => {
+      await this.database.transaction(async (tx) => {
         if (input.onlyIfNoUsers) {
-          await tx.execute(sql`SELECT pg_advisory_xact_lock(${FIRST_USER_LOCK_KEY})`);
-          const [existing] = await tx.select({ id: users.id }).from(users).limit(1);
-          if (existing) throw new AppError('FORBIDDEN', 'Sign-up is closed: this installation already has a user. Ask them to create your account.');
+          await store.lockFirstUserSignup(tx);
+          if (await store.anyUser(tx)) throw new AppError('FORBIDDEN', 'Sign-up is closed: this installation already has a user. Ask them to create your account.');
         }
-        await tx.insert(accounts).values({ id: accountId, name: input.name ?? email, planId });
-        await tx.insert(users).values({ id: userId, accountId, email, passwordHash });
+        await store.insertAccountWithUser(tx, row);
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw new AppError('CONFLICT', `A user with email ${email} already exists`);
       throw error;
     }
-    return { accountId, userId, email, planId };
+    return { accountId: row.accountId, userId: row.userId, email, planId };
   }
 
   async hasUsers(): Promise<boolean> {
-    const [row] = await this.database.db.select({ id: users.id }).from(users).limit(1);
-    return row !== undefined;
+    return store.anyUser(this.database);
   }
 
   async findAccountIdByEmail(email: string): Promise<string | undefined> {
-    const [row] = await this.database.db
-      .select({ accountId: users.accountId })
-      .from(users)
-      .where(eq(users.email, email.trim().toLowerCase()));
-    return row?.accountId;
+    return (await store.findUserByEmail(this.database, normalizeEmail(email)))?.account_id;
   }
 
   /** Moves the account to another plan; the new plan's periods are anchored on now. */
   async setPlan(accountId: string, planId: string): Promise<void> {
     await this.requirePlan(planId);
-    const updated = await this.database.db
-      .update(accounts)
-      .set({ planId, planStartedAt: new Date() })
-      .where(eq(accounts.id, accountId))
-      .returning({ id: accounts.id });
-    if (updated.length === 0) throw new AppError('NOT_FOUND', 'Account not found');
+    if (!(await store.setAccountPlan(this.database, accountId, planId, new Date()))) throw new AppError('NOT_FOUND', 'Account not found');
   }
 
   async getSummary(accountId: string, now: Date = new Date()): Promise<AccountSummary> {
-    const [row] = await this.database.db
-      .select({ account: accounts, plan: plans })
-      .from(accounts)
-      .innerJoin(plans, eq(plans.id, accounts.planId))
-      .where(eq(accounts.id, accountId));
-    if (!row) throw new AppError('NOT_FOUND', 'Account not found');
-    const plan: Plan = { ...row.plan, period: row.plan.period as PlanPeriod };
-    const [usage] = await this.database.query<{ period_start: Date; period_end: Date; used: number | null }>(
-      `SELECT p.period_start, p.period_end,
-              (SELECT COALESCE(sum(messages_used), 0)::int FROM usage_periods u WHERE u.account_id = $1 AND u.period_start = p.period_start) AS used
-         FROM waygate_period($2, $3, $4) AS p`,
-      [accountId, row.account.planStartedAt, plan.period, now],
-    );
-    const period = { start: usage!.period_start, end: usage!.period_end };
+    const account = await store.findAccountWithPlan(this.database, accountId);
+    if (!account) throw new AppError('NOT_FOUND', 'Account not found');
+    const { plan } = account;
+    const { start, end, used } = await store.periodUsage(this.database, accountId, account.planStartedAt, plan.period, now);
     return {
-      id: row.account.id,
-      name: row.account.name,
-      createdAt: row.account.createdAt,
+      id: account.id,
+      name: account.name,
+      createdAt: account.createdAt,
       plan,
-      period,
-      usage: { messages: usage?.used ?? 0, contacts: row.account.contactsCount },
+      period: { start, end },
+      usage: { messages: used, contacts: account.contactsCount },
       limits: { messages: plan.messageQuota, devices: plan.maxDevices, activeWebhooks: plan.maxWebhooks },
     };
   }

@@ -9,7 +9,9 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../platform/database.js';
 import { AppError } from '../platform/errors.js';
-import type { AccountService } from './accounts.js';
+import { normalizeEmail, type AccountService } from './accounts.js';
+import { findUserByEmail } from './account-store.js';
+import * as store from './session-store.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 
 export interface DashboardSession {
@@ -52,9 +54,6 @@ export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   maxDelayMs: 5 * 60_000,
 };
 
-/** The email of an address's own throttle row (every email tried from it): no trimmed email is a lone space. */
-const ANY_EMAIL = ' ';
-
 /** Compared with this when the email is unknown, so a wrong email costs as long as a wrong password. */
 let decoyHash: Promise<string> | undefined;
 
@@ -62,14 +61,6 @@ export function sameSecret(a: string, b: string): boolean {
   const left = Buffer.from(a);
   const right = Buffer.from(b);
   return left.length === right.length && timingSafeEqual(left, right);
-}
-
-interface SessionRow {
-  user_id: string;
-  account_id: string;
-  email: string;
-  csrf_token: string;
-  expires_at: Date;
 }
 
 export class DashboardSessionService {
@@ -111,60 +102,31 @@ export class DashboardSessionService {
   }
 
   async login(input: { email: string; password: string; ip: string }, now: Date = new Date()): Promise<NewSession> {
-    const email = input.email.trim().toLowerCase();
+    const email = normalizeEmail(input.email);
     await this.admitAttempt(email, input.ip, now);
-    const [user] = await this.database.query<{ id: string; account_id: string; password_hash: string }>(
-      'SELECT id, account_id, password_hash FROM users WHERE email = $1',
-      [email],
-    );
+    const user = await findUserByEmail(this.database, email);
     decoyHash ??= hashPassword(randomBytes(16).toString('hex'));
     const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash));
     // The attempt was counted when it was admitted; a failure needs nothing more.
     if (!user || !valid) throw new AppError('UNAUTHORIZED', 'The email or the password is not right');
     // This email's attempts from this address are forgiven; rows idle past the window are swept.
-    await this.database.query('DELETE FROM dashboard_login_throttle WHERE (email = $1 AND ip = $2) OR last_attempt_at < $3', [
-      email,
-      input.ip,
-      new Date(now.getTime() - this.limits.failureWindowMs),
-    ]);
+    await store.forgiveLoginAttempts(this.database, email, input.ip, new Date(now.getTime() - this.limits.failureWindowMs));
     return this.open(user.id, user.account_id, email, now);
   }
 
   /**
-   * Admits and counts one log-in attempt in a single statement, or refuses it with 429. The
-   * address's row is counted first and the (email, address) row only if the address's was
-   * admitted; each upsert holds its row's lock, so parallel attempts are serialised and at most
-   * the free attempts pass at once. Past them, each admitted attempt sets the next allowed moment
-   * firstDelayMs · 2^k later (capped at maxDelayMs). A refused attempt changes nothing, so a flood
-   * cannot lengthen the wait, and it never touches another address's rows: the owner still gets
-   * in from elsewhere at once, or from the same address after the current delay.
+   * Admits and counts one log-in attempt (store.admitLoginAttempt), or refuses it with 429. A
+   * refused attempt changes nothing, so a flood cannot lengthen the wait, and it never touches
+   * another address's rows: the owner still gets in from elsewhere at once, or from the same
+   * address after the current delay.
    */
   private async admitAttempt(email: string, ip: string, now: Date): Promise<void> {
     const { failureWindowMs, maxFailuresPerEmail, maxFailuresPerIp, firstDelayMs, maxDelayMs } = this.limits;
     const since = new Date(now.getTime() - failureWindowMs);
-    const upsert = (free: string) => `
-      INSERT INTO dashboard_login_throttle AS t (email, ip, attempts, last_attempt_at, next_allowed_at)
-      SELECT $EMAIL, $2, 1, $3, $3 ${free === '$6' ? 'WHERE EXISTS (SELECT 1 FROM by_ip)' : ''}
-      ON CONFLICT (email, ip) DO UPDATE SET
-        attempts = CASE WHEN t.last_attempt_at < $4 THEN 1 ELSE t.attempts + 1 END,
-        last_attempt_at = $3,
-        next_allowed_at = CASE
-          WHEN t.last_attempt_at < $4 OR t.attempts + 1 < ${free} THEN $3
-          ELSE $3 + make_interval(secs => least($8::float8, $7::float8 * power(2, t.attempts + 1 - ${free})) / 1000)
-        END
-      WHERE t.next_allowed_at <= $3 OR t.last_attempt_at < $4
-      RETURNING 1`;
-    const [admitted] = await this.database.query<{ ok: number }>(
-      `WITH by_ip AS (${upsert('$5').replace('$EMAIL', `'${ANY_EMAIL}'`)})
-       ${upsert('$6').replace('$EMAIL', '$1::text')}`,
-      [email, ip, now, since, maxFailuresPerIp, maxFailuresPerEmail, firstDelayMs, maxDelayMs],
-    );
-    if (admitted) return;
-    const [wait] = await this.database.query<{ until: Date | null }>(
-      'SELECT max(next_allowed_at) AS until FROM dashboard_login_throttle WHERE ip = $1 AND email IN ($2, $3) AND last_attempt_at >= $4',
-      [ip, email, ANY_EMAIL, since],
-    );
-    const retryAfter = Math.max(1, Math.ceil(((wait?.until?.getTime() ?? now.getTime()) - now.getTime()) / 1000));
+    const policy = { since, maxPerEmail: maxFailuresPerEmail, maxPerIp: maxFailuresPerIp, firstDelayMs, maxDelayMs };
+    if (await store.admitLoginAttempt(this.database, email, ip, now, policy)) return;
+    const until = await store.nextLoginAllowedAt(this.database, email, ip, since);
+    const retryAfter = Math.max(1, Math.ceil(((until?.getTime() ?? now.getTime()) - now.getTime()) / 1000));
     throw new AppError(
       'RATE_LIMITED',
       `Too many log-in attempts: try again in ${retryAfter < 60 ? `${retryAfter} s` : `${Math.ceil(retryAfter / 60)} min`}`,
@@ -177,28 +139,20 @@ export class DashboardSessionService {
     const cookieValue = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const expiresAt = new Date(now.getTime() + this.limits.sessionTtlMs);
-    await this.database.query(
-      'INSERT INTO dashboard_sessions (id_hash, user_id, account_id, csrf_token, created_at, last_seen_at, expires_at) VALUES ($1, $2, $3, $4, $5, $5, $6)',
-      [this.hashSessionId(cookieValue), userId, accountId, csrfToken, now, expiresAt],
-    );
+    await store.insertSession(this.database, { idHash: this.hashSessionId(cookieValue), userId, accountId, csrfToken, now, expiresAt });
     // Expired sessions of anyone are swept on log-in, so the table does not grow without bound.
-    await this.database.query('DELETE FROM dashboard_sessions WHERE expires_at < $1', [now]);
+    await store.deleteExpiredSessions(this.database, now);
     return { cookieValue, session: { userId, accountId, email, csrfToken, expiresAt } };
   }
 
   /** The live session a cookie value names, or null. */
   async find(cookieValue: string, now: Date = new Date()): Promise<DashboardSession | null> {
-    const [row] = await this.database.query<SessionRow>(
-      `SELECT s.user_id, s.account_id, u.email, s.csrf_token, s.expires_at
-         FROM dashboard_sessions s JOIN users u ON u.id = s.user_id
-        WHERE s.id_hash = $1 AND s.expires_at > $2`,
-      [this.hashSessionId(cookieValue), now],
-    );
+    const row = await store.findLiveSession(this.database, this.hashSessionId(cookieValue), now);
     if (!row) return null;
     return { userId: row.user_id, accountId: row.account_id, email: row.email, csrfToken: row.csrf_token, expiresAt: row.expires_at };
   }
 
   async logout(cookieValue: string): Promise<void> {
-    await this.database.query('DELETE FROM dashboard_sessions WHERE id_hash = $1', [this.hashSessionId(cookieValue)]);
+    await store.deleteSession(this.database, this.hashSessionId(cookieValue));
   }
 }

@@ -4,13 +4,13 @@
  * revocation or an expiry takes effect on the very next request on every node.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { and, count, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { Bus } from '../platform/bus.js';
 import type { Database } from '../platform/database.js';
-import { apiTokens } from '../platform/schema.js';
 import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { MAX_PAGE_SIZE, type Page } from './contacts.js';
+import * as store from './token-store.js';
+import type { AuthenticateRow, TokenRow } from './token-store.js';
 
 export const TOKEN_SCOPES = [
   'account:read',
@@ -91,7 +91,7 @@ export function hashToken(value: string): string {
   return createHash('sha256').update(value).digest('hex');
 }
 
-const toRecord = (row: typeof apiTokens.$inferSelect): TokenRecord => ({
+const toRecord = (row: TokenRow): TokenRecord => ({
   id: row.id,
   name: row.name,
   prefix: row.prefix,
@@ -103,13 +103,16 @@ const toRecord = (row: typeof apiTokens.$inferSelect): TokenRecord => ({
   revokedAt: row.revokedAt,
 });
 
-interface AuthenticateRow {
-  id: string;
-  account_id: string;
-  scopes: string[];
-  expires_at: Date | null;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
+/** The requested scopes, de-duplicated; all of them when absent. Unknown or none is a 400. */
+function validateScopes(requested: string[] | undefined): string[] {
+  const scopes = [...new Set(requested ?? TOKEN_SCOPES)];
+  const unknown = scopes.filter((scope) => !(TOKEN_SCOPES as readonly string[]).includes(scope));
+  if (unknown.length > 0 || scopes.length === 0) {
+    throw new AppError('VALIDATION_ERROR', `Unknown or empty scopes: ${unknown.join(', ') || '(none given)'}`, [
+      { field: 'scopes', message: `each scope must be one of ${TOKEN_SCOPES.join(', ')}` },
+    ]);
+  }
+  return scopes;
 }
 
 export class TokenService {
@@ -136,48 +139,29 @@ export class TokenService {
   ): Promise<{ token: string; record: TokenRecord }> {
     const name = input.name.trim();
     if (name.length === 0) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
-    const scopes = [...new Set(input.scopes ?? TOKEN_SCOPES)];
-    const unknown = scopes.filter((scope) => !(TOKEN_SCOPES as readonly string[]).includes(scope));
-    if (unknown.length > 0 || scopes.length === 0) {
-      throw new AppError('VALIDATION_ERROR', `Unknown or empty scopes: ${unknown.join(', ') || '(none given)'}`, [
-        { field: 'scopes', message: `each scope must be one of ${TOKEN_SCOPES.join(', ')}` },
-      ]);
-    }
+    const scopes = validateScopes(input.scopes);
     if (actingScopes) assertScopesHeld(scopes, actingScopes, 'grant');
     if (input.expiresAt && input.expiresAt <= now) {
       throw new AppError('VALIDATION_ERROR', 'expiresAt must be in the future', [{ field: 'expiresAt', message: 'must be in the future' }]);
     }
     const token = `wg_${base62(randomBytes(32))}`;
-    const [row] = await this.database.db
-      .insert(apiTokens)
-      .values({
-        id: newId('tok'),
-        accountId,
-        name,
-        tokenHash: hashToken(token),
-        prefix: token.slice(0, 7),
-        last4: token.slice(-4),
-        scopes,
-        expiresAt: input.expiresAt ?? null,
-      })
-      .returning();
-    return { token, record: toRecord(row!) };
+    const row = await store.insertToken(this.database, {
+      id: newId('tok'),
+      accountId,
+      name,
+      tokenHash: hashToken(token),
+      prefix: token.slice(0, 7),
+      last4: token.slice(-4),
+      scopes,
+      expiresAt: input.expiresAt ?? null,
+    });
+    return { token, record: toRecord(row) };
   }
 
   async list(accountId: string, options: { page: number; limit: number }): Promise<Page<TokenRecord>> {
     const limit = Math.min(options.limit, MAX_PAGE_SIZE);
-    const mine = eq(apiTokens.accountId, accountId);
-    const [rows, [counted]] = await Promise.all([
-      this.database.db
-        .select()
-        .from(apiTokens)
-        .where(mine)
-        .orderBy(desc(apiTokens.createdAt), desc(apiTokens.id))
-        .limit(limit)
-        .offset((options.page - 1) * limit),
-      this.database.db.select({ total: count() }).from(apiTokens).where(mine),
-    ]);
-    return { data: rows.map(toRecord), meta: { total: counted?.total ?? 0, page: options.page, limit } };
+    const { rows, total } = await store.listTokens(this.database, accountId, limit, (options.page - 1) * limit);
+    return { data: rows.map(toRecord), meta: { total, page: options.page, limit } };
   }
 
   /**
@@ -185,25 +169,20 @@ export class TokenService {
    * credential asking (absent for the operator's CLI), which must cover the token's.
    */
   async revoke(accountId: string, tokenId: string, actingScopes?: ReadonlySet<string>): Promise<TokenRecord> {
-    const mine = and(eq(apiTokens.id, tokenId), eq(apiTokens.accountId, accountId));
-    const [existing] = await this.database.db.select().from(apiTokens).where(mine);
+    const existing = await store.findToken(this.database, tokenId, accountId);
     if (!existing) throw new AppError('NOT_FOUND', 'Token not found');
     if (actingScopes) assertScopesHeld(existing.scopes, actingScopes, 'revoke');
-    const [row] = await this.database.db
-      .update(apiTokens)
-      .set({ revokedAt: new Date() })
-      .where(and(mine, isNull(apiTokens.revokedAt)))
-      .returning();
+    const row = await store.revokeToken(this.database, accountId, tokenId);
     if (!row) return toRecord(existing);
     this.forget(tokenId);
     // Every other process drops it from its cache too (LISTEN waygate_tokens).
-    await this.database.query(`SELECT pg_notify('waygate_tokens', $1)`, [tokenId]);
+    await store.announceRevocation(this.database, tokenId);
     return toRecord(row);
   }
 
   /** Revokes by id whatever the account (CLI, run by the operator). */
   async revokeById(tokenId: string): Promise<TokenRecord> {
-    const [existing] = await this.database.db.select().from(apiTokens).where(eq(apiTokens.id, tokenId));
+    const existing = await store.findToken(this.database, tokenId);
     if (!existing) throw new AppError('NOT_FOUND', 'Token not found');
     return this.revoke(existing.accountId, tokenId);
   }
@@ -211,30 +190,24 @@ export class TokenService {
   /** Resolves a presented token value to its account, or explains why it is refused. */
   async authenticate(value: string, now: Date = new Date()): Promise<AuthContext> {
     if (!value.startsWith('wg_') || value.length > 100) throw new AppError('UNAUTHORIZED', 'Invalid API token');
-    // On every request, so a raw prepared statement: no query building, no re-planning.
-    const hash = hashToken(value);
-    const cached = this.cache.get(hash);
-    let row = cached && cached.until > Date.now() ? cached.row : undefined;
-    if (!row) {
-      [row] = await this.database.queryPrepared<AuthenticateRow>({
-        name: 'tokens_authenticate',
-        text: 'SELECT id, account_id, scopes, expires_at, revoked_at, last_used_at FROM api_tokens WHERE token_hash = $1',
-        values: [hash],
-      });
-      if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API token');
-      if (this.cache.size >= AUTH_CACHE_MAX) this.cache.clear();
-      this.cache.set(hash, { row, until: Date.now() + AUTH_CACHE_MS });
-    }
+    const row = await this.lookup(hashToken(value));
     if (row.revoked_at) throw new AppError('UNAUTHORIZED', 'This API token has been revoked');
     if (row.expires_at && row.expires_at <= now) throw new AppError('UNAUTHORIZED', 'This API token has expired');
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= LAST_USED_PRECISION_MS) {
-      const stale = new Date(now.getTime() - LAST_USED_PRECISION_MS);
-      await this.database.db
-        .update(apiTokens)
-        .set({ lastUsedAt: now })
-        .where(and(eq(apiTokens.id, row.id), or(isNull(apiTokens.lastUsedAt), lt(apiTokens.lastUsedAt, stale))));
+      await store.touchToken(this.database, row.id, now, new Date(now.getTime() - LAST_USED_PRECISION_MS));
       row.last_used_at = now;
     }
     return { accountId: row.account_id, tokenId: row.id, scopes: new Set(row.scopes) };
+  }
+
+  /** The token with this hash: from the cache while fresh (AUTH_CACHE_MS), else from the database. */
+  private async lookup(hash: string): Promise<AuthenticateRow> {
+    const cached = this.cache.get(hash);
+    if (cached && cached.until > Date.now()) return cached.row;
+    const row = await store.findTokenByHash(this.database, hash);
+    if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API token');
+    if (this.cache.size >= AUTH_CACHE_MAX) this.cache.clear();
+    this.cache.set(hash, { row, until: Date.now() + AUTH_CACHE_MS });
+    return row;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Durable events (an outbox). An event is written in the same statement or transaction as the
+ * Every statement on the events table, and the outbox. Durable events: An event is written in the same statement or transaction as the
  * state change that causes it, numbered per account 1, 2, 3 … without gaps (the account row's
  * event_seq, bumped under its row lock, so concurrent writers queue and a rolled-back change
  * leaves no hole), and queued for every active webhook endpoint that wants its type.
@@ -52,7 +52,7 @@ export function appendEventsSql(source: string, onlyEndpoint?: string): string {
     SELECT 'whd_' || substr(e.id, 5) || substr(w.id, 4), e.account_id, w.id, e.id, now()
       FROM ev_ins e JOIN webhook_endpoints w ON w.account_id = e.account_id
      WHERE ${numbered ? `w.active AND (cardinality(w.events) = 0 OR e.type = ANY(w.events))` : `w.id = ${onlyEndpoint}`}
-    RETURNING 1)`;
+    RETURNING id)`;
 }
 
 /** Appends events given as JSON from Node (for the rare paths that build them there); returns their ids. */
@@ -67,23 +67,69 @@ export async function appendEvents(tx: Queryable, items: { accountId: string; ty
   return rows.map((row) => row.id);
 }
 
+/**
+ * Appends a `webhook.test` event queued for `endpointId` only (see appendEventsSql); its id and
+ * its delivery's, or undefined when the endpoint is gone (the caller then rolls the event back).
+ */
+export async function appendTestEvent(tx: Queryable, accountId: string, endpointId: string, data: unknown): Promise<{ eventId: string; deliveryId: string } | undefined> {
+  const [row] = await tx.query<{ event_id: string; delivery_id: string }>(
+    `WITH src AS (SELECT $1::text AS account_id, 'webhook.test'::text AS type, $2::jsonb AS data),
+     ${appendEventsSql('src', '$3')}
+     SELECT e.id AS event_id, d.id AS delivery_id FROM ev_ins e CROSS JOIN ev_deliveries d`,
+    [accountId, JSON.stringify(data), endpointId],
+  );
+  return row && { eventId: row.event_id, deliveryId: row.delivery_id };
+}
+
+interface EventRow {
+  id: string;
+  seq: number;
+  type: EventType;
+  created_at: Date;
+  data: Record<string, unknown>;
+}
+
+/** Up to `limit` numbered events of the account after `after` (a seq), oldest first. */
+export async function listEventsAfter(db: Queryable, accountId: string, after: number, limit: number, type?: EventType): Promise<EventRecord[]> {
+  const rows = await db.query<EventRow>(
+    `SELECT id, seq, type, created_at, data FROM events
+      WHERE account_id = $1 AND seq > $2 ${type ? 'AND type = $4' : ''}
+      ORDER BY seq LIMIT $3`,
+    type ? [accountId, after, limit, type] : [accountId, after, limit],
+  );
+  return rows.map((r) => ({ id: r.id, seq: Number(r.seq), type: r.type, timestamp: r.created_at, data: r.data }));
+}
+
+/** The seq of the account's newest event (0 before the first); undefined when there is no such account. */
+export async function lastEventSeq(db: Queryable, accountId: string): Promise<number | undefined> {
+  const [row] = await db.query<{ event_seq: number }>('SELECT event_seq FROM accounts WHERE id = $1', [accountId]);
+  return row ? Number(row.event_seq) : undefined;
+}
+
+/**
+ * Deletes up to `batch` events older than `retentionDays` (their deliveries and attempts go with
+ * them, by cascade); how many. Bounded, so one housekeeping turn never holds locks for long.
+ */
+export async function deleteExpiredEvents(db: Queryable, retentionDays: number, batch = 10_000): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE created_at < now() - $1::int * interval '1 day' LIMIT $2)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [retentionDays, batch],
+  );
+  return row?.n ?? 0;
+}
+
 export class EventService {
   constructor(private readonly database: Database) {}
 
   /** Events after `after` (a seq), oldest first, so a consumer can backfill a gap. Kept at least 30 days. */
   async list(accountId: string, options: { after: number; limit: number; type?: EventType | undefined }): Promise<{ data: EventRecord[]; lastSeq: number }> {
     const limit = Math.min(Math.max(options.limit, 1), 1000);
-    const rows = await this.database.query<{ id: string; seq: number; type: EventType; created_at: Date; data: Record<string, unknown> }>(
-      `SELECT id, seq, type, created_at, data FROM events
-        WHERE account_id = $1 AND seq > $2 ${options.type ? 'AND type = $4' : ''}
-        ORDER BY seq LIMIT $3`,
-      options.type ? [accountId, options.after, limit, options.type] : [accountId, options.after, limit],
-    );
-    const [account] = await this.database.query<{ event_seq: number }>('SELECT event_seq FROM accounts WHERE id = $1', [accountId]);
-    if (!account) throw new AppError('NOT_FOUND', 'Account not found');
-    return {
-      data: rows.map((r) => ({ id: r.id, seq: Number(r.seq), type: r.type, timestamp: r.created_at, data: r.data })),
-      lastSeq: Number(account.event_seq),
-    };
+    const data = await listEventsAfter(this.database, accountId, options.after, limit, options.type);
+    const lastSeq = await lastEventSeq(this.database, accountId);
+    if (lastSeq === undefined) throw new AppError('NOT_FOUND', 'Account not found');
+    return { data, lastSeq };
   }
 }

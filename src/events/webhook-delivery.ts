@@ -23,6 +23,9 @@ import type { Database } from '../platform/database.js';
 import { webhookAttempts } from '../platform/metrics.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { webhookHeaders } from '../outbound/standard-webhooks.js';
+import { signingSecrets } from './webhook-service.js';
+import * as store from './webhook-store.js';
+import type { ClaimedRow, OutcomeRecord } from './webhook-store.js';
 import { type GuardedHttp, unsafeCause } from '../outbound/ssrf.js';
 
 export interface WebhookDeliveryOptions {
@@ -41,36 +44,6 @@ const STOP_GRACE_MS = 2_000;
 const EXCERPT_CHARS = 1000;
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
-interface Claimed {
-  id: string;
-  endpoint_id: string;
-  attempts: number;
-  event_id: string;
-  /** Null for webhook.test events. */
-  seq: number | null;
-  type: string;
-  /** The event's data as JSON text (jsonb output), put in the body as it is: no parse and re-serialise per attempt. */
-  data: string;
-  created_at: Date;
-  url: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_valid: boolean;
-}
-
-interface Outcome {
-  id: string;
-  status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
-  attempts: number;
-  nextAttemptAt: Date | null;
-  statusCode: number | null;
-  error: string | null;
-  latencyMs: number;
-  excerpt: string | null;
-  attemptedAt: Date;
-  gone: string | null;
-}
-
 /** Retry-After as milliseconds from now: seconds, or an HTTP date. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
   if (!value) return undefined;
@@ -86,7 +59,7 @@ export class WebhookDelivery {
   private readonly running = new Set<Promise<void>>();
   /** Aborts the requests still in flight when stop()'s grace runs out. */
   private readonly abandon = new AbortController();
-  private outcomes: Outcome[] = [];
+  private outcomes: OutcomeRecord[] = [];
   /** Deliveries whose request was abandoned by stop(): released unrecorded, for the next worker. */
   private readonly abandoned: string[] = [];
   private flushing: Promise<void> | undefined;
@@ -136,11 +109,8 @@ export class WebhookDelivery {
     }
     await this.flush();
     if (this.abandoned.length > 0) {
-      await this.database
-        .query('UPDATE webhook_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ANY($1::text[]) AND claimed_by = $2', [
-          this.abandoned,
-          this.options.workerId,
-        ])
+      await store
+        .releaseClaims(this.database, this.options.workerId, this.abandoned)
         .catch((error: unknown) => this.log.warn({ err: error }, 'releasing abandoned webhook deliveries failed; their claims run out instead'));
     }
   }
@@ -169,46 +139,23 @@ export class WebhookDelivery {
    */
   private async anyActiveEndpoint(): Promise<boolean> {
     if (Date.now() < this.endpointsKnownUntil) return this.endpointsActive;
-    const [row] = await this.database.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE active) AS any');
-    this.endpointsActive = row?.any ?? false;
+    this.endpointsActive = await store.anyActiveEndpoint(this.database);
     this.endpointsKnownUntil = Date.now() + (this.endpointsActive ? 5_000 : 1_000);
     return this.endpointsActive;
   }
 
-  /**
-   * Claims up to `limit` due deliveries, each endpoint as many as it has room for (perEndpoint
-   * minus its requests in flight), taking its first attempts and its retries in turn.
-   */
-  private async claim(limit: number): Promise<Claimed[]> {
-    const held = [...this.inflight];
-    const due = (attempts: string) =>
-      `SELECT id FROM webhook_deliveries
-        WHERE endpoint_id = eps.id AND status = 'PENDING' AND ${attempts} AND next_attempt_at <= now()
-          AND (claimed_until IS NULL OR claimed_until < now())
-        ORDER BY next_attempt_at LIMIT eps.room FOR UPDATE SKIP LOCKED`;
-    return this.database.query<Claimed>(
-      `WITH eps AS (
-         SELECT w.id, $3 - COALESCE(f.n, 0) AS room FROM webhook_endpoints w
-           LEFT JOIN unnest($2::text[], $6::int[]) AS f(id, n) ON f.id = w.id
-          WHERE w.active AND $3 - COALESCE(f.n, 0) > 0),
-       picked AS (
-         SELECT d.id FROM eps CROSS JOIN LATERAL (
-           SELECT id FROM (
-             SELECT id, row_number() OVER () AS turn FROM (${due('attempts = 0')}) fresh
-             UNION ALL
-             SELECT id, row_number() OVER () AS turn FROM (${due('attempts > 0')}) retry) both_kinds
-            ORDER BY turn LIMIT eps.room) AS d
-         LIMIT $4)
-       UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + $5 * interval '1 millisecond'
-         FROM picked p, events e, webhook_endpoints w
-        WHERE d.id = p.id AND e.id = d.event_id AND w.id = d.endpoint_id
-       RETURNING d.id, d.endpoint_id, d.attempts, e.id AS event_id, e.seq, e.type, e.data::text AS data, e.created_at,
-                 w.url, w.secret, w.previous_secret, (w.previous_secret_expires_at > now()) AS previous_valid`,
-      [this.options.workerId, held.map(([id]) => id), this.perEndpoint, limit, this.leaseMs, held.map(([, n]) => n)],
-    );
+  /** Claims up to `limit` due deliveries, within each endpoint's room (see claimDue). */
+  private claim(limit: number): Promise<ClaimedRow[]> {
+    return store.claimDue(this.database, {
+      workerId: this.options.workerId,
+      limit,
+      perEndpoint: this.perEndpoint,
+      inFlight: this.inflight,
+      leaseMs: this.leaseMs,
+    });
   }
 
-  private launch(delivery: Claimed): void {
+  private launch(delivery: ClaimedRow): void {
     this.inflight.set(delivery.endpoint_id, (this.inflight.get(delivery.endpoint_id) ?? 0) + 1);
     const task = this.attempt(delivery)
       .then((outcome) => {
@@ -233,18 +180,18 @@ export class WebhookDelivery {
   }
 
   /** One attempt and its outcome; undefined when stop() abandoned it (not an attempt the endpoint failed). */
-  private async attempt(delivery: Claimed): Promise<Outcome | undefined> {
-    const seq = delivery.seq === null ? 'null' : String(Number(delivery.seq));
-    const body = `{"type":${JSON.stringify(delivery.type)},"timestamp":"${delivery.created_at.toISOString()}","seq":${seq},"data":${delivery.data}}`;
-    const secrets = delivery.previous_secret && delivery.previous_valid ? [delivery.secret, delivery.previous_secret] : [delivery.secret];
+  private async attempt(delivery: ClaimedRow): Promise<OutcomeRecord | undefined> {
+    const answer = await this.send(delivery);
+    return answer && judge(delivery, answer, this.options.retryScheduleMs);
+  }
+
+  /** POSTs the event, signed; what the endpoint answered, or why there was no answer. */
+  private async send(delivery: ClaimedRow): Promise<Answer | undefined> {
+    const body = webhookBody(delivery);
     const attemptedAt = new Date();
-    const headers = webhookHeaders({ id: delivery.event_id, timestamp: attemptedAt, body, secrets });
+    const headers = webhookHeaders({ id: delivery.event_id, timestamp: attemptedAt, body, secrets: signingSecrets(delivery, attemptedAt.getTime()) });
     const started = performance.now();
-    const attempts = delivery.attempts + 1;
-    let statusCode: number | null = null;
-    let excerpt: string | null = null;
-    let error: string | null = null;
-    let retryAfter: number | undefined;
+    const answer: Answer = { attemptedAt, statusCode: null, excerpt: null, error: null, retryAfter: undefined, latencyMs: 0 };
     try {
       const response = await this.http.request(delivery.url, {
         method: 'POST',
@@ -254,32 +201,16 @@ export class WebhookDelivery {
         allowPrivate: this.http.allowPrivate,
         signal: this.abandon.signal,
       });
-      statusCode = response.status;
-      retryAfter = retryAfterMs(response.headers.get('retry-after'));
-      excerpt = await readExcerpt(response.body);
+      answer.statusCode = response.status;
+      answer.retryAfter = retryAfterMs(response.headers.get('retry-after'));
+      answer.excerpt = await readExcerpt(response.body);
     } catch (caught) {
       if (this.abandon.signal.aborted) return undefined;
       const unsafe = unsafeCause(caught);
-      const message = unsafe ? unsafe.message : caught instanceof Error ? describeError(caught, this.timeoutMs) : String(caught);
-      error = message;
+      answer.error = unsafe ? unsafe.message : caught instanceof Error ? describeError(caught, this.timeoutMs) : String(caught);
     }
-    const latencyMs = Math.round(performance.now() - started);
-    const base = { id: delivery.id, attempts, statusCode, error, latencyMs, excerpt, attemptedAt };
-    if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-      webhookAttempts.inc({ result: 'delivered' });
-      return { ...base, status: 'SUCCEEDED', nextAttemptAt: null, gone: null };
-    }
-    if (statusCode === 410) {
-      webhookAttempts.inc({ result: 'gone' });
-      return { ...base, status: 'FAILED', nextAttemptAt: null, error: 'The endpoint answered 410 Gone; it was turned off', gone: delivery.endpoint_id };
-    }
-    webhookAttempts.inc({ result: statusCode === null ? 'error' : 'failed' });
-    const schedule = this.options.retryScheduleMs;
-    if (attempts >= schedule.length) {
-      return { ...base, status: 'FAILED', nextAttemptAt: null, error: error ?? `HTTP ${statusCode} (gave up after ${attempts} attempts)`, gone: null };
-    }
-    const delay = Math.min(MAX_RETRY_AFTER_MS, Math.max(schedule[attempts]!, retryAfter ?? 0));
-    return { ...base, status: 'PENDING', nextAttemptAt: new Date(Date.now() + delay), error: error ?? `HTTP ${statusCode}`, gone: null };
+    answer.latencyMs = Math.round(performance.now() - started);
+    return answer;
   }
 
   private scheduleFlush(): void {
@@ -290,51 +221,59 @@ export class WebhookDelivery {
     });
   }
 
-  /** Records a batch of outcomes in one statement: deliveries, attempts, endpoints turned off by a 410. */
+  /** Records the finished attempts in one statement (recordOutcomes). */
   private async flush(): Promise<void> {
     const batch = this.outcomes;
     this.outcomes = [];
     if (batch.length === 0) return;
     try {
-      await this.database.query(
-        `WITH o AS (
-           SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[])
-             AS o(id, status, attempts, next_attempt_at, status_code, error, latency_ms, excerpt, attempted_at)),
-         upd AS (
-           UPDATE webhook_deliveries d SET status = o.status, attempts = o.attempts, next_attempt_at = o.next_attempt_at,
-                  last_status_code = o.status_code, last_error = CASE WHEN o.status = 'SUCCEEDED' THEN NULL ELSE o.error END,
-                  delivered_at = CASE WHEN o.status = 'SUCCEEDED' THEN o.attempted_at ELSE d.delivered_at END,
-                  claimed_by = NULL, claimed_until = NULL
-             FROM o WHERE d.id = o.id AND d.claimed_by = $10
-           RETURNING d.id),
-         attempts AS (
-           INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
-           SELECT o.id, o.attempted_at, o.status_code, o.latency_ms, o.excerpt, o.error FROM o JOIN upd ON upd.id = o.id
-           RETURNING 1),
-         gone AS (
-           UPDATE webhook_endpoints SET active = false, disabled_reason = 'The endpoint answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), updated_at = now()
-            WHERE id = ANY($11::text[]) AND active
-           RETURNING id)
-         SELECT (SELECT count(*) FROM upd) AS updated`,
-        [
-          batch.map((o) => o.id),
-          batch.map((o) => o.status),
-          batch.map((o) => o.attempts),
-          batch.map((o) => o.nextAttemptAt),
-          batch.map((o) => o.statusCode),
-          batch.map((o) => o.error),
-          batch.map((o) => o.latencyMs),
-          batch.map((o) => o.excerpt),
-          batch.map((o) => o.attemptedAt),
-          this.options.workerId,
-          [...new Set(batch.map((o) => o.gone).filter((id): id is string => id !== null))],
-        ],
-      );
+      await store.recordOutcomes(this.database, this.options.workerId, batch);
     } catch (error) {
       // The claims run out and the deliveries are sent again: at least once, never lost.
       this.log.error({ err: error, outcomes: batch.length }, 'recording webhook outcomes failed');
     }
   }
+}
+
+/** What one attempt got back: an answer (statusCode) or an error, never both missing. */
+interface Answer {
+  attemptedAt: Date;
+  statusCode: number | null;
+  excerpt: string | null;
+  error: string | null;
+  retryAfter: number | undefined;
+  latencyMs: number;
+}
+
+/** The body: the event's stored data (JSON text) inserted as it is. seq is null for test events. */
+function webhookBody(delivery: ClaimedRow): string {
+  const seq = delivery.seq === null ? 'null' : String(Number(delivery.seq));
+  return `{"type":${JSON.stringify(delivery.type)},"timestamp":"${delivery.created_at.toISOString()}","seq":${seq},"data":${delivery.data}}`;
+}
+
+/**
+ * The delivery's next state after an attempt, the one home of the rule: 2xx succeeds; 410 fails it
+ * and turns the endpoint off; anything else is retried after schedule[attempts] (or the endpoint's
+ * Retry-After when later, at most 24 h) until the schedule runs out.
+ */
+function judge(delivery: ClaimedRow, answer: Answer, schedule: number[]): OutcomeRecord {
+  const { statusCode, error } = answer;
+  const attempts = delivery.attempts + 1;
+  const base = { id: delivery.id, attempts, statusCode, error, latencyMs: answer.latencyMs, excerpt: answer.excerpt, attemptedAt: answer.attemptedAt };
+  if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
+    webhookAttempts.inc({ result: 'delivered' });
+    return { ...base, status: 'SUCCEEDED', nextAttemptAt: null, gone: null };
+  }
+  if (statusCode === 410) {
+    webhookAttempts.inc({ result: 'gone' });
+    return { ...base, status: 'FAILED', nextAttemptAt: null, error: 'The endpoint answered 410 Gone; it was turned off', gone: delivery.endpoint_id };
+  }
+  webhookAttempts.inc({ result: statusCode === null ? 'error' : 'failed' });
+  if (attempts >= schedule.length) {
+    return { ...base, status: 'FAILED', nextAttemptAt: null, error: error ?? `HTTP ${statusCode} (gave up after ${attempts} attempts)`, gone: null };
+  }
+  const delay = Math.min(MAX_RETRY_AFTER_MS, Math.max(schedule[attempts]!, answer.retryAfter ?? 0));
+  return { ...base, status: 'PENDING', nextAttemptAt: new Date(Date.now() + delay), error: error ?? `HTTP ${statusCode}`, gone: null };
 }
 
 async function readExcerpt(body: ReadableStream<Uint8Array> | null): Promise<string | null> {

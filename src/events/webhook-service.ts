@@ -12,21 +12,23 @@
  */
 import type { Bus } from '../platform/bus.js';
 import type { Database, Queryable } from '../platform/database.js';
+import { lockAccountPlan } from '../directory/account-store.js';
 import { AppError, validationError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { newWebhookSecret } from '../outbound/standard-webhooks.js';
 import { UnsafeUrlError, type GuardedHttp } from '../outbound/ssrf.js';
 import type { Page } from '../directory/contacts.js';
 import { MAX_PAGE_SIZE } from '../directory/contacts.js';
-import { appendEvents, EVENT_TYPES, type EventType } from './event-store.js';
+import { appendTestEvent, EVENT_TYPES, type EventType } from './event-store.js';
+import * as store from './webhook-store.js';
+import type { AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow, SecretRow } from './webhook-store.js';
 import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
 
 /** The event types an endpoint can subscribe to (test events go only to the endpoint tested). */
 export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type): type is Exclude<EventType, 'webhook.test'> => type !== 'webhook.test');
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 
-export const DELIVERY_STATUSES = ['PENDING', 'SUCCEEDED', 'FAILED'] as const;
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export { DELIVERY_STATUSES, type DeliveryStatus } from './webhook-store.js';
 
 /** How long the previous secret keeps signing after a rotation. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
@@ -90,53 +92,7 @@ export interface CreateWebhookInput {
 
 export type UpdateWebhookInput = Partial<CreateWebhookInput>;
 
-interface EndpointRow {
-  id: string;
-  account_id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  active: boolean;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | null;
-  disabled_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-interface DeliveryRow {
-  id: string;
-  event_id: string;
-  event_type: EventType;
-  event_seq: number | null;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: Date | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: Date;
-  delivered_at: Date | null;
-}
-
-interface AttemptRow {
-  delivery_id: string;
-  attempted_at: Date;
-  status_code: number | null;
-  latency_ms: number;
-  response_excerpt: string | null;
-  error: string | null;
-}
-
-/** The public columns of an endpoint (never the secrets). */
-const ENDPOINT_COLUMNS = 'id, account_id, url, description, events, active, disabled_reason, created_at, updated_at';
-/** A delivery with its event's type and seq. */
-const DELIVERY_COLUMNS = `SELECT d.id, d.event_id, e.type AS event_type, e.seq AS event_seq, d.status, d.attempts, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.delivered_at`;
-const DELIVERY_SELECT = `${DELIVERY_COLUMNS}
-  FROM webhook_deliveries d JOIN events e ON e.id = d.event_id`;
-
-const toEndpoint = (r: Omit<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>): WebhookEndpoint => ({
+const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
   id: r.id,
   url: r.url,
   description: r.description,
@@ -147,14 +103,47 @@ const toEndpoint = (r: Omit<EndpointRow, 'secret' | 'previous_secret' | 'previou
   updatedAt: r.updated_at,
 });
 
-const toSecret = (r: Pick<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>): WebhookSecret => {
-  const previousValid = r.previous_secret !== null && r.previous_secret_expires_at !== null && r.previous_secret_expires_at.getTime() > Date.now();
+/** Whether the previous secret still signs: until it expires (PREVIOUS_SECRET_TTL_MS after the rotation). */
+function previousSecretSigns(r: SecretRow, now: number): r is SecretRow & { previous_secret: string; previous_secret_expires_at: Date } {
+  return r.previous_secret !== null && r.previous_secret_expires_at !== null && r.previous_secret_expires_at.getTime() > now;
+}
+
+/** The secrets a delivery is signed with now: the current one, and the previous one while it still signs. */
+export function signingSecrets(r: SecretRow, now = Date.now()): string[] {
+  return previousSecretSigns(r, now) ? [r.secret, r.previous_secret] : [r.secret];
+}
+
+const toSecret = (r: SecretRow): WebhookSecret => {
+  const previousValid = previousSecretSigns(r, Date.now());
   return {
     secret: r.secret,
     previousSecret: previousValid ? r.previous_secret : null,
     previousSecretExpiresAt: previousValid ? r.previous_secret_expires_at : null,
   };
 };
+
+const toAttempt = (a: AttemptRow): WebhookAttempt => ({
+  attemptedAt: a.attempted_at,
+  statusCode: a.status_code,
+  latencyMs: a.latency_ms,
+  responseExcerpt: a.response_excerpt,
+  error: a.error,
+});
+
+const toDelivery = (r: DeliveryRow, lastAttempts: WebhookAttempt[]): WebhookDelivery => ({
+  id: r.id,
+  eventId: r.event_id,
+  eventType: r.event_type as EventType,
+  eventSeq: r.event_seq === null ? null : Number(r.event_seq),
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lastStatusCode: r.last_status_code,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  deliveredAt: r.delivered_at,
+  lastAttempts,
+});
 
 const notFound = (): AppError => new AppError('NOT_FOUND', 'Webhook endpoint not found');
 
@@ -206,24 +195,23 @@ export class WebhookService {
     return trimmed === '' ? null : trimmed;
   }
 
-  /** Locks the account row (serialising every change to the count of active endpoints) and reads the plan's limit. */
+  /**
+   * Locks the account row, which serialises every change to the count of active endpoints, and
+   * reads the plan's limit (null: unlimited). Take it before any endpoint row lock (the order of
+   * create and of the event outbox), in the transaction that adds or activates an endpoint.
+   */
   private async lockWebhookLimit(tx: Queryable, accountId: string): Promise<number | null> {
-    const [plan] = await tx.query<{ max_webhooks: number | null }>(
-      'SELECT p.max_webhooks FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1 FOR UPDATE OF a',
-      [accountId],
-    );
-    return plan?.max_webhooks ?? null;
+    return (await lockAccountPlan(tx, accountId))?.maxWebhooks ?? null;
   }
 
   /**
    * Throws 403 PLAN_LIMIT when the account already has as many active endpoints as its plan
-   * allows (null: unlimited). Call under lockWebhookLimit, in the transaction that adds or
-   * activates one: concurrent ones queue behind the lock and see its result.
+   * allows (null: unlimited). Call under lockWebhookLimit: concurrent ones queue behind the lock
+   * and see its result.
    */
   private async assertWebhookSlot(tx: Queryable, accountId: string, limit: number | null): Promise<void> {
     if (limit === null) return;
-    const [counted] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1 AND active', [accountId]);
-    const used = counted?.n ?? 0;
+    const used = await store.countActiveEndpoints(tx, accountId);
     if (used >= limit) {
       throw new AppError(
         'PLAN_LIMIT',
@@ -233,8 +221,8 @@ export class WebhookService {
     }
   }
 
-  private async endpointRow(db: Queryable, accountId: string, id: string): Promise<EndpointRow> {
-    const [row] = await db.query<EndpointRow>('SELECT * FROM webhook_endpoints WHERE id = $1 AND account_id = $2', [id, accountId]);
+  private async endpointRow(db: Queryable, accountId: string, id: string): Promise<EndpointRow & SecretRow> {
+    const row = await store.findEndpoint(db, accountId, id);
     if (!row) throw notFound();
     return row;
   }
@@ -244,16 +232,10 @@ export class WebhookService {
     const events = this.checkEvents(input.events);
     const description = this.checkDescription(input.description);
     const active = input.active ?? true;
-    const id = newId('wh');
     const secret = newWebhookSecret();
     const row = await this.database.transaction(async (tx) => {
       if (active) await this.assertWebhookSlot(tx, accountId, await this.lockWebhookLimit(tx, accountId));
-      const [inserted] = await tx.query<EndpointRow>(
-        `INSERT INTO webhook_endpoints (id, account_id, url, description, events, active, secret)
-         VALUES ($1, $2, $3, $4, $5::text[], $6, $7) RETURNING ${ENDPOINT_COLUMNS}`,
-        [id, accountId, url, description, events, active, secret],
-      );
-      return inserted!;
+      return store.insertEndpoint(tx, { id: newId('wh'), accountId, url, description, events, active, secret });
     });
     this.endpointsChanged();
     return { ...toEndpoint(row), secret };
@@ -261,17 +243,8 @@ export class WebhookService {
 
   async list(accountId: string, options: { page: number; limit: number }): Promise<Page<WebhookEndpoint>> {
     const limit = Math.min(options.limit, MAX_PAGE_SIZE);
-    const rows = await this.database.query<EndpointRow & { total: number }>(
-      `SELECT ${ENDPOINT_COLUMNS}, count(*) OVER () AS total FROM webhook_endpoints WHERE account_id = $1
-        ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
-      [accountId, limit, (options.page - 1) * limit],
-    );
-    let total = rows[0]?.total;
-    if (total === undefined) {
-      const [counted] = await this.database.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE account_id = $1', [accountId]);
-      total = counted?.n ?? 0;
-    }
-    return { data: rows.map(toEndpoint), meta: { total: Number(total), page: options.page, limit } };
+    const { rows, total } = await store.listEndpoints(this.database, accountId, limit, (options.page - 1) * limit);
+    return { data: rows.map(toEndpoint), meta: { total, page: options.page, limit } };
   }
 
   async get(accountId: string, id: string): Promise<WebhookEndpoint> {
@@ -283,35 +256,19 @@ export class WebhookService {
    * against the plan again and clears the reason Waygate gave for turning it off.
    */
   async update(accountId: string, id: string, input: UpdateWebhookInput): Promise<WebhookEndpoint> {
-    const url = input.url === undefined ? undefined : await this.checkUrl(input.url);
-    const events = input.events === undefined ? undefined : this.checkEvents(input.events);
-    const description = input.description === undefined ? undefined : this.checkDescription(input.description);
+    const changes: store.EndpointChanges = {
+      url: input.url === undefined ? undefined : await this.checkUrl(input.url),
+      events: input.events === undefined ? undefined : this.checkEvents(input.events),
+      description: input.description === undefined ? undefined : this.checkDescription(input.description),
+      active: input.active,
+    };
     const row = await this.database.transaction(async (tx) => {
-      // The account row lock first (the order of create and of the event outbox), then the endpoint's.
       const activating = input.active === true;
       const limit = activating ? await this.lockWebhookLimit(tx, accountId) : null;
-      const [current] = await tx.query<{ active: boolean }>('SELECT active FROM webhook_endpoints WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
+      const current = await store.lockEndpoint(tx, accountId, id);
       if (!current) throw notFound();
       if (activating && !current.active) await this.assertWebhookSlot(tx, accountId, limit);
-
-      const sets: string[] = ['updated_at = now()'];
-      const params: unknown[] = [id, accountId];
-      const set = (column: string, value: unknown, cast = ''): void => {
-        params.push(value);
-        sets.push(`${column} = $${params.length}${cast}`);
-      };
-      if (url !== undefined) set('url', url);
-      if (events !== undefined) set('events', events, '::text[]');
-      if (description !== undefined) set('description', description);
-      if (input.active !== undefined) {
-        set('active', input.active);
-        if (input.active) sets.push('disabled_reason = NULL');
-      }
-      const [updated] = await tx.query<EndpointRow>(
-        `UPDATE webhook_endpoints SET ${sets.join(', ')} WHERE id = $1 AND account_id = $2 RETURNING ${ENDPOINT_COLUMNS}`,
-        params,
-      );
-      return updated!;
+      return (await store.updateEndpoint(tx, accountId, id, changes))!;
     });
     this.endpointsChanged();
     return toEndpoint(row);
@@ -319,8 +276,7 @@ export class WebhookService {
 
   /** Deletes the endpoint with its deliveries and their attempts (the events stay). */
   async remove(accountId: string, id: string): Promise<void> {
-    const rows = await this.database.query('DELETE FROM webhook_endpoints WHERE id = $1 AND account_id = $2 RETURNING id', [id, accountId]);
-    if (rows.length === 0) throw notFound();
+    if (!(await store.deleteEndpoint(this.database, accountId, id))) throw notFound();
   }
 
   async secret(accountId: string, id: string): Promise<WebhookSecret> {
@@ -329,14 +285,7 @@ export class WebhookService {
 
   /** A new secret; the current one becomes the previous secret and keeps signing for 24 hours. */
   async rotateSecret(accountId: string, id: string): Promise<WebhookSecret> {
-    const [row] = await this.database.query<EndpointRow>(
-      `UPDATE webhook_endpoints
-          SET previous_secret = secret, previous_secret_expires_at = now() + $3::int * interval '1 millisecond',
-              secret = $4, updated_at = now()
-        WHERE id = $1 AND account_id = $2
-        RETURNING secret, previous_secret, previous_secret_expires_at`,
-      [id, accountId, PREVIOUS_SECRET_TTL_MS, newWebhookSecret()],
-    );
+    const row = await store.rotateEndpointSecret(this.database, accountId, id, newWebhookSecret(), PREVIOUS_SECRET_TTL_MS);
     if (!row) throw notFound();
     return toSecret(row);
   }
@@ -354,69 +303,30 @@ export class WebhookService {
           disabledReason: endpoint.disabled_reason,
         });
       }
-      const [eventId] = await appendEvents(tx, [{ accountId, type: 'webhook.test', data: { endpointId: id, message: TEST_EVENT_MESSAGE } }], id);
-      const [row] = await tx.query<{ delivery_id: string }>(`SELECT id AS delivery_id FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2`, [eventId, id]);
+      const appended = await appendTestEvent(tx, accountId, id, { endpointId: id, message: TEST_EVENT_MESSAGE });
       // No delivery: the endpoint was deleted meanwhile (throwing rolls the event back).
-      if (!eventId || !row) throw notFound();
-      return { eventId, eventSeq: null, deliveryId: row.delivery_id };
+      if (!appended) throw notFound();
+      return { ...appended, eventSeq: null };
     });
     this.wakeWorker();
     return result;
   }
 
   private async withAttempts(rows: DeliveryRow[]): Promise<WebhookDelivery[]> {
-    if (rows.length === 0) return [];
-    const attempts = await this.database.query<AttemptRow>(
-      `SELECT a.delivery_id, a.attempted_at, a.status_code, a.latency_ms, a.response_excerpt, a.error
-         FROM unnest($1::text[]) AS p(id)
-         CROSS JOIN LATERAL (
-           SELECT * FROM webhook_attempts w WHERE w.delivery_id = p.id ORDER BY w.attempted_at DESC, w.id DESC LIMIT ${LAST_ATTEMPTS}
-         ) a
-        ORDER BY a.attempted_at DESC, a.id DESC`,
-      [rows.map((r) => r.id)],
-    );
+    const attempts = await store.latestAttempts(this.database, rows.map((r) => r.id), LAST_ATTEMPTS);
     const byDelivery = new Map<string, WebhookAttempt[]>();
     for (const a of attempts) {
       const list = byDelivery.get(a.delivery_id) ?? [];
-      list.push({ attemptedAt: a.attempted_at, statusCode: a.status_code, latencyMs: a.latency_ms, responseExcerpt: a.response_excerpt, error: a.error });
+      list.push(toAttempt(a));
       byDelivery.set(a.delivery_id, list);
     }
-    return rows.map((r) => ({
-      id: r.id,
-      eventId: r.event_id,
-      eventType: r.event_type,
-      eventSeq: r.event_seq === null ? null : Number(r.event_seq),
-      status: r.status,
-      attempts: r.attempts,
-      nextAttemptAt: r.next_attempt_at,
-      lastStatusCode: r.last_status_code,
-      lastError: r.last_error,
-      createdAt: r.created_at,
-      deliveredAt: r.delivered_at,
-      lastAttempts: byDelivery.get(r.id) ?? [],
-    }));
+    return rows.map((r) => toDelivery(r, byDelivery.get(r.id) ?? []));
   }
 
   /** The endpoint's deliveries, newest first, each with its latest attempts. */
   async deliveries(accountId: string, id: string, options: ListingRequest & { status?: DeliveryStatus | undefined }): Promise<Listing<WebhookDelivery>> {
     await this.endpointRow(this.database, accountId, id);
-    const where = ['d.endpoint_id = $1', 'd.account_id = $2'];
-    const params: unknown[] = [id, accountId];
-    if (options.status) {
-      params.push(options.status);
-      where.push('d.status = $3');
-    }
-    const listing = await this.lister.list<DeliveryRow>(
-      {
-        kind: 'webhook-deliveries',
-        table: 'webhook_deliveries d',
-        alias: 'd',
-        where,
-        params,
-        decorate: (page) => `${DELIVERY_COLUMNS} FROM ${page} JOIN events e ON e.id = d.event_id ORDER BY d.created_at DESC NULLS LAST, d.id DESC NULLS LAST`,
-      },
-      options,
-    );
+    const listing = await this.lister.list<DeliveryRow>(store.deliveryListing(accountId, id, options.status), options);
     return { data: await this.withAttempts(listing.data), meta: listing.meta };
   }
 
@@ -425,38 +335,21 @@ export class WebhookService {
    * attempt count and history are kept. 409 if it is still waiting (PENDING).
    */
   async retryDelivery(accountId: string, id: string, deliveryId: string): Promise<WebhookDelivery> {
-    const updated = await this.database.query<{ id: string }>(
-      `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = now(), claimed_by = NULL, claimed_until = NULL
-        WHERE id = $1 AND endpoint_id = $2 AND account_id = $3 AND status <> 'PENDING' RETURNING id`,
-      [deliveryId, id, accountId],
-    );
-    if (updated.length === 0) {
+    if (!(await store.requeueDelivery(this.database, accountId, id, deliveryId))) {
       await this.endpointRow(this.database, accountId, id);
-      const [existing] = await this.database.query<{ status: DeliveryStatus }>(
-        'SELECT status FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2 AND account_id = $3',
-        [deliveryId, id, accountId],
-      );
-      if (!existing) throw new AppError('NOT_FOUND', 'Webhook delivery not found');
-      throw new AppError('CONFLICT', 'The delivery is already waiting to be sent (PENDING); it is retried on its schedule', { status: existing.status });
+      const status = await store.deliveryStatus(this.database, accountId, id, deliveryId);
+      if (!status) throw new AppError('NOT_FOUND', 'Webhook delivery not found');
+      throw new AppError('CONFLICT', 'The delivery is already waiting to be sent (PENDING); it is retried on its schedule', { status });
     }
     this.wakeWorker();
-    const rows = await this.database.query<DeliveryRow>(`${DELIVERY_SELECT} WHERE d.id = $1`, [deliveryId]);
-    const [delivery] = await this.withAttempts(rows);
+    const [delivery] = await this.withAttempts([(await store.findDelivery(this.database, deliveryId))!]);
     return delivery!;
   }
 
   /** Queues again, now, every FAILED delivery of the endpoint created at or after `since`. */
   async replay(accountId: string, id: string, since: Date): Promise<{ requeued: number }> {
     await this.endpointRow(this.database, accountId, id);
-    const [row] = await this.database.query<{ n: number }>(
-      `WITH requeued AS (
-         UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at = now(), claimed_by = NULL, claimed_until = NULL
-          WHERE endpoint_id = $1 AND account_id = $2 AND status = 'FAILED' AND created_at >= $3
-         RETURNING 1)
-       SELECT count(*)::int AS n FROM requeued`,
-      [id, accountId, since],
-    );
-    const requeued = row?.n ?? 0;
+    const requeued = await store.requeueFailedSince(this.database, accountId, id, since);
     if (requeued > 0) this.wakeWorker();
     return { requeued };
   }

@@ -7,6 +7,8 @@
  *
  * Counted in the database on PostgreSQL (an UNLOGGED table every process writes its counts to,
  * see DatabaseRateLimitStore), in memory on PGlite, where one process owns the database.
+ * DatabaseRateLimitStore is the one home of the statements on rate_limit_hits: the table is this
+ * limiter's alone, and its batching (when to write) and its statements belong together.
  */
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
@@ -135,6 +137,11 @@ export class DatabaseRateLimitStore {
     for (const [key, entry] of this.counts) if (entry.resetsAt <= now) this.counts.delete(key);
     if (this.counts.size >= MAX_LOCAL_KEYS) this.counts.clear();
   }
+
+  /** Deletes the shared counters whose window is over. */
+  async deleteExpired(): Promise<void> {
+    await this.database.query('DELETE FROM rate_limit_hits WHERE resets_at < now()');
+  }
 }
 
 /** The key a request is counted under: its account once authenticated, else its client address. */
@@ -156,7 +163,7 @@ export async function installRateLimit(app: FastifyInstance, config: Config, dat
     const flush = setInterval(() => store.flush(WINDOW_MS), RATE_SYNC_MS);
     const sweep = setInterval(() => {
       store.sweep();
-      database.query('DELETE FROM rate_limit_hits WHERE resets_at < now()').catch(() => undefined);
+      store.deleteExpired().catch(() => undefined);
     }, SWEEP_MS);
     flush.unref();
     sweep.unref();

@@ -6,7 +6,7 @@
  * scope. State-changing requests need the session's CSRF token in `x-csrf-token`, and any
  * request that a browser marks as cross-site is refused.
  */
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from '../../app.js';
@@ -86,9 +86,6 @@ const SessionView = Type.Object({
 });
 
 export const dashboardApi: FastifyPluginAsyncTypebox<DashboardApiOptions> = async (app, options) => {
-  const { config, services, sessions, database } = options;
-  const secureCookies = config.publicUrl.startsWith('https://');
-
   // These routes are the dashboard's own: they stay out of the public OpenAPI document.
   app.addHook('onRoute', (route) => {
     route.schema = { ...(route.schema ?? {}), hide: true };
@@ -97,84 +94,93 @@ export const dashboardApi: FastifyPluginAsyncTypebox<DashboardApiOptions> = asyn
     reply.header('cache-control', 'no-store');
     if (!SAFE_METHODS.has(request.method)) assertSameOrigin(request);
   });
-
-  const setCookie = (request: FastifyRequest, reply: FastifyReply, created: NewSession): void => {
-    reply.setCookie(SESSION_COOKIE, created.cookieValue, {
-      path: COOKIE_PATH,
-      httpOnly: true,
-      sameSite: 'lax',
-      secure: secureCookies || request.protocol === 'https',
-      expires: created.session.expiresAt,
-    });
-  };
-  const view = async (session: DashboardSession | null) => ({
-    authenticated: session !== null,
-    signupOpen: await sessions.signupOpen(),
-    freshInstall: !(await services.accounts.hasUsers()),
-    network: config.network,
-    tokenScopes: [...TOKEN_SCOPES],
-    user: session ? { email: session.email, accountId: session.accountId } : null,
-    csrfToken: session?.csrfToken ?? null,
-  });
-
   // Open to anyone, so limited per client address (log-in has its own throttle besides).
-  await app.register(async (scope) => {
-    const open = scope.withTypeProvider<TypeBoxTypeProvider>();
-    if (options.limit) open.addHook('onRequest', options.limit);
-
-    open.get('/session', { schema: { response: { 200: SessionView } } }, async (request) => view(await sessionOf(request, sessions)));
-
-    open.post(
-      '/signup',
-      { schema: { body: Type.Object({ ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }), response: { 201: SessionView } } },
-      async (request, reply) => {
-        const created = await sessions.signup(request.body);
-        setCookie(request, reply, created);
-        return reply.status(201).send(await view(created.session));
-      },
-    );
-
-    open.post('/login', { schema: { body: Credentials, response: { 200: SessionView } } }, async (request, reply) => {
-      const created = await sessions.login({ ...request.body, ip: request.ip });
-      setCookie(request, reply, created);
-      return view(created.session);
-    });
-  });
-
+  await app.register(async (scope) => openRoutes(scope, options));
   // Everything below needs a session (and, to change anything, its CSRF token).
-  await app.register(async (scope: FastifyInstance) => {
-    installCredentialHooks(
-      scope,
-      async (request) => {
-        const session = await sessionOf(request, sessions);
-        if (!session) {
-          request.authError = new AppError('UNAUTHORIZED', 'Not signed in, or the session has expired: log in again');
-          return;
-        }
-        request.dashboard = session;
-        request.auth = { accountId: session.accountId, tokenId: `session:${session.userId}`, scopes: ALL_SCOPES };
-        if (!SAFE_METHODS.has(request.method)) {
-          const sent = request.headers['x-csrf-token'];
-          if (typeof sent !== 'string' || !sameSecret(sent, session.csrfToken)) {
-            request.authError = new AppError('FORBIDDEN', 'Missing or wrong CSRF token (x-csrf-token): reload the page and try again');
-          }
-        }
-      },
-      options.limit,
-    );
-
-    scope.post('/logout', async (request, reply) => {
-      await sessions.logout(request.cookies[SESSION_COOKIE]!);
-      reply.clearCookie(SESSION_COOKIE, { path: COOKIE_PATH });
-      return { success: true as const };
-    });
-    scope.get('/stream', (request, reply) => deviceStream(request, reply, services, options.streams));
-
-    await registerResourceRoutes(scope, services, database);
-  });
-
+  await app.register(async (scope: FastifyInstance) => sessionRoutes(scope, options));
   // Unknown /dashboard/api paths answer like the public API, not with the single-page app.
   app.all('/*', async (request) => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`);
   });
 };
+
+/** What the dashboard shows of a session (or of none), and whether sign-up is open. */
+async function view(options: DashboardApiOptions, session: DashboardSession | null): Promise<Static<typeof SessionView>> {
+  return {
+    authenticated: session !== null,
+    signupOpen: await options.sessions.signupOpen(),
+    freshInstall: !(await options.services.accounts.hasUsers()),
+    network: options.config.network,
+    tokenScopes: [...TOKEN_SCOPES],
+    user: session ? { email: session.email, accountId: session.accountId } : null,
+    csrfToken: session?.csrfToken ?? null,
+  };
+}
+
+function setCookie(options: DashboardApiOptions, request: FastifyRequest, reply: FastifyReply, created: NewSession): void {
+  reply.setCookie(SESSION_COOKIE, created.cookieValue, {
+    path: COOKIE_PATH,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: options.config.publicUrl.startsWith('https://') || request.protocol === 'https',
+    expires: created.session.expiresAt,
+  });
+}
+
+/** The session, sign-up and log-in: open to anyone. */
+function openRoutes(scope: FastifyInstance, options: DashboardApiOptions): void {
+  const { sessions } = options;
+  const open = scope.withTypeProvider<TypeBoxTypeProvider>();
+  if (options.limit) open.addHook('onRequest', options.limit);
+
+  open.get('/session', { schema: { response: { 200: SessionView } } }, async (request) => view(options, await sessionOf(request, sessions)));
+
+  open.post(
+    '/signup',
+    { schema: { body: Type.Object({ ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }), response: { 201: SessionView } } },
+    async (request, reply) => {
+      const created = await sessions.signup(request.body);
+      setCookie(options, request, reply, created);
+      return reply.status(201).send(await view(options, created.session));
+    },
+  );
+
+  open.post('/login', { schema: { body: Credentials, response: { 200: SessionView } } }, async (request, reply) => {
+    const created = await sessions.login({ ...request.body, ip: request.ip });
+    setCookie(options, request, reply, created);
+    return view(options, created.session);
+  });
+}
+
+/** Log-out, the device stream and every resource route, behind the session cookie and (to change anything) its CSRF token. */
+async function sessionRoutes(scope: FastifyInstance, options: DashboardApiOptions): Promise<void> {
+  const { sessions, services } = options;
+  installCredentialHooks(
+    scope,
+    async (request) => {
+      const session = await sessionOf(request, sessions);
+      if (!session) {
+        request.authError = new AppError('UNAUTHORIZED', 'Not signed in, or the session has expired: log in again');
+        return;
+      }
+      request.dashboard = session;
+      request.auth = { accountId: session.accountId, tokenId: `session:${session.userId}`, scopes: ALL_SCOPES };
+      if (!SAFE_METHODS.has(request.method)) {
+        const sent = request.headers['x-csrf-token'];
+        if (typeof sent !== 'string' || !sameSecret(sent, session.csrfToken)) {
+          request.authError = new AppError('FORBIDDEN', 'Missing or wrong CSRF token (x-csrf-token): reload the page and try again');
+        }
+      }
+    },
+    options.limit,
+  );
+
+  scope.post('/logout', async (request, reply) => {
+    await sessions.logout(request.cookies[SESSION_COOKIE]!);
+    reply.clearCookie(SESSION_COOKIE, { path: COOKIE_PATH });
+    return { success: true as const };
+  });
+  scope.get('/stream', (request, reply) => deviceStream(request, reply, services, options.streams));
+
+  await registerResourceRoutes(scope, services, options.database);
+}

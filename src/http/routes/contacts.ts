@@ -41,7 +41,16 @@ const ImportReportSchema = Type.Object({
   rejected: Type.Array(Type.Object({ line: Type.Integer(), errors: Type.Array(FieldErrorSchema) })),
 });
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
 export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService }> = async (app, { contacts }) => {
+  collectionRoutes(app, contacts);
+  importRoutes(app, contacts);
+  contactItemRoutes(app, contacts);
+};
+
+/** Listing and searching contacts, and creating one. */
+function collectionRoutes(app: App, contacts: ContactService): void {
   app.get(
     '/contacts',
     {
@@ -83,7 +92,10 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
       return reply.status(201).send({ success: true as const, data: contact });
     },
   );
+}
 
+/** Importing contacts from CSV. */
+function importRoutes(app: App, contacts: ContactService): void {
   app.post(
     '/contacts/import',
     {
@@ -112,7 +124,10 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
     },
     async (request) => ({ success: true as const, data: await contacts.importCsv(auth(request).accountId, request.body) }),
   );
+}
 
+/** Reading, changing and deleting one contact. */
+function contactItemRoutes(app: App, contacts: ContactService): void {
   app.get(
     '/contacts/:id',
     {
@@ -153,4 +168,4 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
       return { success: true as const };
     },
   );
-};
+}

@@ -18,7 +18,16 @@ const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { m
 const PageOnly = Type.Object(BoundedPageQuery, { additionalProperties: false });
 const MemberParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), contactId: Type.String({ minLength: 1, maxLength: 100 }) });
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
 export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = async (app, { groups }) => {
+  collectionRoutes(app, groups);
+  groupItemRoutes(app, groups);
+  memberRoutes(app, groups);
+};
+
+/** Listing groups and creating one. */
+function collectionRoutes(app: App, groups: GroupService): void {
   app.get(
     '/groups',
     {
@@ -44,7 +53,10 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = 
     },
     async (request, reply) => reply.status(201).send({ success: true as const, data: await groups.create(auth(request).accountId, request.body) }),
   );
+}
 
+/** Reading, renaming and deleting one group. */
+function groupItemRoutes(app: App, groups: GroupService): void {
   app.get(
     '/groups/:id',
     {
@@ -80,7 +92,10 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = 
       return { success: true as const };
     },
   );
+}
 
+/** A group's members: listing, adding, removing. */
+function memberRoutes(app: App, groups: GroupService): void {
   app.get(
     '/groups/:id/contacts',
     {
@@ -133,4 +148,4 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = 
       data: await groups.removeMember(auth(request).accountId, request.params.id, request.params.contactId),
     }),
   );
-};
+}

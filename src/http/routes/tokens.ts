@@ -22,7 +22,15 @@ const CreatedTokenSchema = Type.Object({
   token: Type.String({ description: 'The token value. Shown only in this response; store it now.' }),
 });
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = async (app, { tokens }) => {
+  collectionRoutes(app, tokens);
+  revokeRoutes(app, tokens);
+};
+
+/** Listing tokens and creating one (shown once). */
+function collectionRoutes(app: App, tokens: TokenService): void {
   app.get(
     '/tokens',
     {
@@ -65,7 +73,10 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = 
       return reply.status(201).send({ success: true as const, data: { ...record, token } });
     },
   );
+}
 
+/** Revoking a token. */
+function revokeRoutes(app: App, tokens: TokenService): void {
   app.delete(
     '/tokens/:id',
     {
@@ -82,4 +93,4 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = 
       return { success: true as const, data: await tokens.revoke(context.accountId, request.params.id, context.scopes) };
     },
   );
-};
+}

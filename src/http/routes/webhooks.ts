@@ -73,7 +73,17 @@ const WebhookInput = {
 const DeliveryParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), deliveryId: Type.String({ minLength: 1, maxLength: 100 }) });
 const WEBHOOK_ERRORS = ['FORBIDDEN', 'NOT_FOUND'] as const;
 
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
+  collectionRoutes(app, webhooks);
+  endpointRoutes(app, webhooks);
+  secretAndTestRoutes(app, webhooks);
+  deliveryRoutes(app, webhooks);
+};
+
+/** Listing endpoints (never their secrets) and adding one. */
+function collectionRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks',
     {
@@ -104,7 +114,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     },
     async (request, reply) => reply.status(201).send({ success: true as const, data: await webhooks.create(auth(request).accountId, request.body) }),
   );
+}
 
+/** Reading, changing and deleting one endpoint. */
+function endpointRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id',
     {
@@ -148,7 +161,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       return { success: true as const };
     },
   );
+}
 
+/** The signing secret, its rotation, and test events. */
+function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id/secret',
     {
@@ -200,7 +216,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     },
     async (request, reply) => reply.status(202).send({ success: true as const, data: await webhooks.test(auth(request).accountId, request.params.id) }),
   );
+}
 
+/** The delivery log, and sending deliveries again. */
+function deliveryRoutes(app: App, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id/deliveries',
     {
@@ -249,4 +268,4 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     async (request, reply) =>
       reply.status(202).send({ success: true as const, data: await webhooks.replay(auth(request).accountId, request.params.id, new Date(request.body.since)) }),
   );
-};
+}
