@@ -13,6 +13,7 @@ import { GuardedHttp } from './outbound/ssrf.js';
 import { BulkFanout } from './messaging/bulk-fanout.js';
 import { DeviceSupervisor } from './devices/device-supervisor.js';
 import { WebhookDelivery } from './events/webhook-delivery.js';
+import { deleteExpiredEvents } from './events/event-store.js';
 
 const HOUSEKEEPING_MS = 10 * 60_000;
 /** GET /events promises at least 30 days. */
@@ -57,9 +58,7 @@ export class WorkerRuntime {
   /** Expired idempotency keys; events (with their deliveries and attempts) past the 30 days they are kept. */
   private async housekeep(idempotency: IdempotencyService): Promise<void> {
     await idempotency.purgeExpired();
-    await this.database.query(
-      `DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE created_at < now() - interval '${EVENT_RETENTION_DAYS} days' LIMIT 10000)`,
-    );
+    await deleteExpiredEvents(this.database, EVENT_RETENTION_DAYS);
   }
 
   async stop(): Promise<void> {

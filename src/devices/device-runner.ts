@@ -11,7 +11,8 @@ import { newId } from '../platform/ids.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
-import type { ClaimedMessage, MessageQueue, Outcome } from '../messaging/message-queue.js';
+import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
+import type { ClaimedMessage } from '../messaging/message-store.js';
 import { advance } from './device-states.js';
 import type { DeviceStore } from './device-store.js';
 

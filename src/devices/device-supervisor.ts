@@ -17,8 +17,9 @@ import { WakeLoop } from '../platform/wake-loop.js';
 import { DeviceRunner } from './device-runner.js';
 import { isActive } from './device-states.js';
 import { DeviceStore } from './device-store.js';
-import { MessageQueue, type ClaimedMessage } from '../messaging/message-queue.js';
-import type { DirectSendHost } from '../messaging/send-service.js';
+import { MessageQueue } from '../messaging/message-queue.js';
+import type { ClaimedMessage } from '../messaging/message-store.js';
+import { wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
 
 const MAX_DEVICES_PER_WORKER = 500;
 const CANCEL_MEMORY_MS = 10 * 60_000;
@@ -77,7 +78,7 @@ export class DeviceSupervisor implements DirectSendHost {
     // The device left this worker between the insert and now: back to the queue, for its next owner.
     void this.queue
       .release(messages.map((m) => m.id))
-      .then(() => this.bus.publishSoon('waygate_dispatch', deviceId))
+      .then(() => wakeOwner(this.bus, deviceId))
       .catch((error: unknown) => this.log.error({ err: error, deviceId }, 'could not put direct sends back in the queue'));
   }
 

@@ -4,6 +4,7 @@
  * contacts_count is kept by triggers on contacts. Emails are stored lower-cased; callers pass them
  * so.
  */
+import { USED_IN_PERIOD_SQL } from '../messaging/quota-store.js';
 import type { Queryable } from '../platform/database.js';
 import type { Plan } from './plans.js';
 
@@ -81,13 +82,12 @@ export async function findAccountWithPlan(db: Queryable, accountId: string): Pro
 
 /**
  * The quota period holding `at` for a plan anchored on `anchor` (waygate_period, the one
- * definition), with the messages counted in it. usage_periods belongs to messaging (quota.ts);
- * this only reads it.
+ * definition), with the messages counted in it (USED_IN_PERIOD_SQL of the quota store).
  */
 export async function periodUsage(db: Queryable, accountId: string, anchor: Date, period: string, at: Date): Promise<{ start: Date; end: Date; used: number }> {
   const [row] = await db.query<{ period_start: Date; period_end: Date; used: number | null }>(
     `SELECT p.period_start, p.period_end,
-            (SELECT COALESCE(sum(messages_used), 0)::int FROM usage_periods u WHERE u.account_id = $1 AND u.period_start = p.period_start) AS used
+            ${USED_IN_PERIOD_SQL('$1', 'p.period_start')} AS used
        FROM waygate_period($2, $3, $4) AS p`,
     [accountId, anchor, period, at],
   );

@@ -8,7 +8,6 @@ import { MessageTypeSchema, type BulkJob, type BulkJobStatus, type Message, type
 
 export type { BulkJob, BulkJobJson, BulkJobStatus, Message, MessageJson, MessageStatus } from './message-record.js';
 export const MESSAGE_TYPES: readonly MessageType[] = MessageTypeSchema.enum;
-export const FINAL_STATUSES: readonly MessageStatus[] = ['FAILED', 'CANCELLED', 'READ'];
 
 /**
  * The network message id: derived from the message id, so a resend after a crash carries the

@@ -75,12 +75,13 @@ export async function reserveQuota(tx: Queryable, accountId: string, count: numb
   return row.period_start;
 }
 
-/** Messages counted in the account's period (every shard, refunds included). */
+/** SQL: the messages counted in an account's period (every shard, refunds included). */
+export const USED_IN_PERIOD_SQL = (account: string, periodStart: string): string =>
+  `(SELECT COALESCE(sum(messages_used), 0)::int FROM usage_periods WHERE account_id = ${account} AND period_start = ${periodStart})`;
+
+/** Messages counted in the account's period. */
 async function usedInPeriod(db: Queryable, accountId: string, periodStart: Date): Promise<number> {
-  const [usage] = await db.query<{ used: number }>(
-    'SELECT COALESCE(sum(messages_used), 0)::int AS used FROM usage_periods WHERE account_id = $1 AND period_start = $2',
-    [accountId, periodStart],
-  );
+  const [usage] = await db.query<{ used: number }>(`SELECT ${USED_IN_PERIOD_SQL('$1', '$2')} AS used`, [accountId, periodStart]);
   return usage?.used ?? 0;
 }
 

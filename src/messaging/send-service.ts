@@ -23,7 +23,6 @@ import * as store from './message-store.js';
 import { CANCELLABLE_STATUSES, OPEN_JOB_STATUSES, isSettled } from './message-states.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
 
-export type { DirectSendHost } from './dispatch.js';
 
 const DIRECT_SEND_MAX = 10;
 const MAX_TEXT_LENGTH = 4096;

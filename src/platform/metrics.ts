@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from './database.js';
 import { countWaiting } from '../messaging/message-store.js';
+import { countDevicesByStatus } from '../devices/device-store.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'waygate_' });
@@ -82,9 +83,7 @@ new Gauge({
   labelNames: ['status'] as const,
   registers: [registry],
   async collect() {
-    const rows = await fromDatabase((db) =>
-      db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM devices WHERE removed_at IS NULL GROUP BY status'),
-    );
+    const rows = await fromDatabase(countDevicesByStatus);
     if (!rows) return;
     this.reset();
     for (const status of ['PENDING', 'CONNECTED', 'DISCONNECTED', 'LOGGED_OUT']) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);

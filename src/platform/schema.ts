@@ -78,7 +78,7 @@ export const usagePeriods = pgTable(
       .references(() => accounts.id, { onDelete: 'cascade' }),
     periodStart: ts('period_start').notNull(),
     /**
-     * Plans without a quota spread their counting over 16 shards, so busy unlimited accounts do
+     * Plans without a quota spread their counting over shards 1..63 (one per database connection), so busy unlimited accounts do
      * not queue on one row; plans with a quota count in shard 0, where the check is atomic.
      * Usage is the sum over the shards.
      */
