@@ -14,20 +14,9 @@ import type { Database, Queryable } from '../platform/database.js';
 import type { DeviceInfo } from '../network/network.js';
 import { appendEventsSql } from '../events/event-store.js';
 import { allowedFrom, TRANSITIONS, type DeviceEvent, type DeviceStatus } from './device-states.js';
+import type { Device } from './device-record.js';
 
-export interface Device {
-  id: string;
-  name: string;
-  status: DeviceStatus;
-  phoneNumber: string | null;
-  lastError: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-  connectedAt: Date | null;
-  disconnectedAt: Date | null;
-  loggedOutAt: Date | null;
-  removedAt: Date | null;
-}
+export type { Device } from './device-record.js';
 
 export interface DeviceRow {
   id: string;

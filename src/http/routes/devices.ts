@@ -1,24 +1,13 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DeviceService } from '../../devices/device-service.js';
+import { DeviceSchema, DeviceStatusSchema } from '../../devices/device-record.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdParams, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
-const DeviceStatus = Type.Union([Type.Literal('PENDING'), Type.Literal('CONNECTED'), Type.Literal('DISCONNECTED'), Type.Literal('LOGGED_OUT')]);
-
-export const DeviceSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  status: DeviceStatus,
-  phoneNumber: Type.Union([Type.String(), Type.Null()], { description: 'The linked number, once CONNECTED' }),
-  lastError: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  connectedAt: NullableTimestamp,
-  disconnectedAt: NullableTimestamp,
-  loggedOutAt: NullableTimestamp,
-  removedAt: NullableTimestamp,
-});
+/** The device record is defined once (devices/device-record.ts); re-exported for the route's readers. */
+export { DeviceSchema };
+const DeviceStatus = DeviceStatusSchema;
 
 const QrSchema = Type.Object({
   code: Type.String({ description: 'The text encoded in the QR code' }),
