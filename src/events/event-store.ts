@@ -52,7 +52,7 @@ export function appendEventsSql(source: string, onlyEndpoint?: string): string {
     SELECT 'whd_' || substr(e.id, 5) || substr(w.id, 4), e.account_id, w.id, e.id, now()
       FROM ev_ins e JOIN webhook_endpoints w ON w.account_id = e.account_id
      WHERE ${numbered ? `w.active AND (cardinality(w.events) = 0 OR e.type = ANY(w.events))` : `w.id = ${onlyEndpoint}`}
-    RETURNING id)`;
+    RETURNING ${numbered ? '1' : 'id'})`;
 }
 
 /** Appends events given as JSON from Node (for the rare paths that build them there); returns their ids. */
