@@ -42,17 +42,8 @@ const AUTH_CACHE_MS = 2_000;
 const AUTH_CACHE_MAX = 10_000;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-export interface TokenRecord {
-  id: string;
-  name: string;
-  prefix: string;
-  last4: string;
-  scopes: string[];
-  createdAt: Date;
-  lastUsedAt: Date | null;
-  expiresAt: Date | null;
-  revokedAt: Date | null;
-}
+/** A token as the API shows it: its row without the account. */
+export type TokenRecord = Omit<TokenRow, 'accountId'>;
 
 export interface AuthContext {
   accountId: string;

@@ -19,6 +19,7 @@ import { chooseDevice, noDeviceError } from '../devices/device-choice.js';
 import { DirectAccepts, type Acceptance } from './accept.js';
 import type { Dispatcher } from './dispatch.js';
 import * as jobs from './job-store.js';
+import type { NewJob } from './job-store.js';
 import * as store from './message-store.js';
 import { CANCELLABLE_STATUSES, OPEN_JOB_STATUSES, isSettled } from './message-states.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
@@ -43,16 +44,8 @@ export interface SendInput {
   deviceId?: string | undefined;
 }
 
-export interface ValidSend {
-  type: MessageType;
-  /** Text for TEXT; the caption for media. */
-  content: string;
-  mediaUrl: string | null;
-  recipients: string[];
-  groupIds: string[];
-  scheduledAt: Date | null;
-  deviceId: string | undefined;
-}
+/** A send that passed every rule: what a job is made of (content is the caption for media), and the device asked for. */
+export type ValidSend = Omit<NewJob, 'id' | 'accountId' | 'deviceId' | 'status'> & { deviceId: string | undefined };
 
 export type SendResponse =
   | { statusCode: 200 | 202; body: { success: true; message: Message; messages: Message[]; async: boolean } }
