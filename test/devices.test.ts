@@ -174,6 +174,23 @@ describe('connection drops and unlinking', () => {
     expect(sent.message.deviceId).toBe(device.id);
   });
 
+  it('a held drop outlasts the reconnect attempts until POST /sandbox/devices/:id/restore ends it', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    expectError(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/restore`), 409, 'CONFLICT');
+    expectError(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/disconnect`, { reason: 'logout', hold: true }), 400, 'VALIDATION_ERROR');
+    expectOk(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/disconnect`, { reason: 'network', hold: true }));
+    await waitForDevice(ctx, tenant, device.id, 'DISCONNECTED');
+    // The first reconnect attempt comes 1 s after the drop; the phone is still unreachable then.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await waitForDevice(ctx, tenant, device.id, 'DISCONNECTED')).status).toBe('DISCONNECTED');
+
+    const restored = expectOk<DataBody<{ deviceId: string }>>(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/restore`));
+    expect(restored.data).toEqual({ deviceId: device.id });
+    await waitForDevice(ctx, tenant, device.id, 'CONNECTED', 8_000);
+    expectError(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/restore`), 409, 'CONFLICT');
+  });
+
   it('an unlink (reason logout) ends LOGGED_OUT; waiting messages fail with DEVICE_LOGGED_OUT and are refunded', async () => {
     const tenant = await createTenant(ctx);
     const device = await linkDevice(ctx, tenant);

@@ -309,7 +309,8 @@ describe('the device a message is sent from', () => {
   it('a momentarily disconnected device: the send is accepted (202, QUEUED) and goes out once it reconnects', async () => {
     const tenant = await createTenant(ctx);
     const device = await linkDevice(ctx, tenant);
-    expectOk(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/disconnect`, { reason: 'network' }));
+    // Held: the device stays DISCONNECTED until the test restores it, however long the send takes.
+    expectOk(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/disconnect`, { reason: 'network', hold: true }));
     await waitForDevice(ctx, tenant, device.id, 'DISCONNECTED');
 
     const response = await send(ctx, tenant, text([phone()]));
@@ -318,7 +319,10 @@ describe('the device a message is sent from', () => {
     expect(body.message.status).toBe('QUEUED');
     expect(body.message.deviceId).toBe(device.id);
     expect(body.message.sentAt).toBeNull();
+    // Still QUEUED while the drop lasts: nothing is sent to a device that is down.
+    expect((await getMessage(ctx, tenant, body.message.id)).status).toBe('QUEUED');
 
+    expectOk(await call(ctx, tenant, 'POST', `/sandbox/devices/${device.id}/restore`));
     await waitForDevice(ctx, tenant, device.id, 'CONNECTED', 8_000);
     const read = await waitForStatus(ctx, tenant, body.message.id, 'READ', 8_000);
     expect(read.attempts).toBeGreaterThanOrEqual(1);

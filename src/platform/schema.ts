@@ -376,6 +376,8 @@ export const sandboxPhones = pgTable('sandbox_phones', {
   changedAt: ts('changed_at').notNull().defaultNow(),
   /** Bumped on every change so sessions see each drop even when the state string repeats. */
   version: integer('version').notNull().default(1),
+  /** A held drop: reconnect attempts fail until POST /sandbox/devices/:id/restore. */
+  held: boolean('held').notNull().default(false),
   // Also delivered_mark and read_mark (timestamptz), the receipt low-water marks of migration
   // 0011; only the sandbox's receipt SQL reads them.
 });

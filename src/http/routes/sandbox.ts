@@ -117,18 +117,48 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       config: { scope: 'devices:write' },
       schema: {
         tags: ['sandbox'],
-        summary: 'Play a dropped connection (network; reconnects by itself) or an unlink from the phone (logout)',
+        summary: 'Play a dropped connection (network; reconnects by itself unless held) or an unlink from the phone (logout)',
         params: IdParams,
-        body: Type.Object({ reason: Type.Union([Type.Literal('network'), Type.Literal('logout')]) }, { additionalProperties: false }),
+        body: Type.Object(
+          {
+            reason: Type.Union([Type.Literal('network'), Type.Literal('logout')]),
+            hold: Type.Optional(
+              Type.Boolean({ description: 'network only: the drop lasts until POST /sandbox/devices/:id/restore; reconnect attempts fail meanwhile' }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
         response: { 200: successData(Type.Object({ deviceId: Type.String(), reason: Type.String() })), ...errorResponses('NOT_FOUND', 'CONFLICT') },
       },
     },
     async (request) => {
       const { accountId } = auth(request);
       await ownDevice(accountId, request.params.id);
-      const changed = await world.setPhoneState(request.params.id, request.body.reason === 'logout' ? 'unlinked' : 'dropped');
+      if (request.body.hold && request.body.reason !== 'network') {
+        throw new AppError('VALIDATION_ERROR', 'hold is only for a network drop', [{ field: 'hold', message: 'is only for reason network' }]);
+      }
+      const changed = await world.setPhoneState(request.params.id, request.body.reason === 'logout' ? 'unlinked' : 'dropped', { held: request.body.hold });
       if (!changed) throw new AppError('CONFLICT', 'The device is not linked to a phone');
       return { success: true as const, data: { deviceId: request.params.id, reason: request.body.reason } };
+    },
+  );
+
+  app.post(
+    '/sandbox/devices/:id/restore',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['sandbox'],
+        summary: 'End a dropped connection (held or not): the phone is reachable again and the device reconnects',
+        params: IdParams,
+        response: { 200: successData(Type.Object({ deviceId: Type.String() })), ...errorResponses('NOT_FOUND', 'CONFLICT') },
+      },
+    },
+    async (request) => {
+      const { accountId } = auth(request);
+      await ownDevice(accountId, request.params.id);
+      if (!(await world.restore(request.params.id))) throw new AppError('CONFLICT', 'The device has no dropped connection to end');
+      return { success: true as const, data: { deviceId: request.params.id } };
     },
   );
 

@@ -124,24 +124,38 @@ export class SandboxWorld {
     );
   }
 
-  /** Plays a drop of the connection (`dropped`) or an unlink from the phone (`unlinked`). */
-  async setPhoneState(deviceId: string, state: PhoneState): Promise<boolean> {
+  /**
+   * Plays a drop of the connection (`dropped`) or an unlink from the phone (`unlinked`). A held
+   * drop outlasts the gateway's reconnect attempts until `restore` ends it.
+   */
+  async setPhoneState(deviceId: string, state: PhoneState, options: { held?: boolean } = {}): Promise<boolean> {
     const rows = await this.database.query(
-      `UPDATE sandbox_phones SET state = $2, changed_at = now(), version = version + 1
+      `UPDATE sandbox_phones SET state = $2, held = $3, changed_at = now(), version = version + 1
         WHERE device_id = $1 AND state <> 'unlinked' RETURNING device_id`,
-      [deviceId, state],
+      [deviceId, state, state === 'dropped' && options.held === true],
     );
     if (rows.length > 0) await this.wake(deviceId);
     return rows.length > 0;
   }
 
-  /** A dropped phone comes back when the gateway reconnects. */
+  /** A dropped phone comes back when the gateway reconnects, unless the drop is held. */
   async reconnect(deviceId: string): Promise<void> {
     await this.database.query(
       `UPDATE sandbox_phones SET state = 'linked', changed_at = now(), version = version + 1
-        WHERE device_id = $1 AND state = 'dropped'`,
+        WHERE device_id = $1 AND state = 'dropped' AND NOT held`,
       [deviceId],
     );
+  }
+
+  /** Ends a drop (held or not): the phone is reachable again and the device's session connects. */
+  async restore(deviceId: string): Promise<boolean> {
+    const rows = await this.database.query(
+      `UPDATE sandbox_phones SET state = 'linked', held = false, changed_at = now(), version = version + 1
+        WHERE device_id = $1 AND state = 'dropped' RETURNING device_id`,
+      [deviceId],
+    );
+    if (rows.length > 0) await this.wake(deviceId);
+    return rows.length > 0;
   }
 
   /**
