@@ -2,12 +2,17 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
 import { normalizePhone } from '../../platform/phone.js';
-import type { SandboxWorld } from '../../network/sandbox/world.js';
+import type { SandboxPayload, SandboxWorld } from '../../network/sandbox/world.js';
+import { MessageTypeSchema } from '../../messaging/message-record.js';
+import { checkKind, referenceProblem, type KindInput } from '../../messaging/message-kinds.js';
+import { getReferenced } from '../../messaging/message-store.js';
+import type { MessageType } from '../../network/network.js';
+import type { FieldError } from '../../platform/errors.js';
 import { DeviceStore } from '../../devices/device-store.js';
 import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdParams, KindBodyFields, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 40 });
 
@@ -27,6 +32,21 @@ const SandboxMessage = Type.Object({
   to: Type.String(),
   type: Type.String(),
   content: Type.String(),
+  payload: Type.Union(
+    [
+      Type.Object({
+        voice: Type.Optional(Type.Boolean()),
+        location: Type.Optional(KindBodyFields.location),
+        contacts: Type.Optional(KindBodyFields.contacts),
+        poll: Type.Optional(Type.Object({ options: Type.Array(Type.String()), multiple: Type.Boolean() })),
+        reaction: Type.Optional(Type.Object({ networkMessageId: Type.String(), emoji: Type.String() })),
+        replyTo: Type.Optional(Type.String({ description: 'The network id of the message quoted' })),
+        mentions: Type.Optional(Type.Array(Type.String())),
+      }),
+      Type.Null(),
+    ],
+    { description: 'What the message carried beyond type and content (replies and reactions by network message id)' },
+  ),
   mediaBytes: Type.Union([Type.Integer(), Type.Null()]),
   mediaType: Type.Union([Type.String(), Type.Null()]),
   fileName: Type.Union([Type.String(), Type.Null()]),
@@ -47,6 +67,30 @@ function digits(value: string, field: string): string {
 /** Test helpers that play the phone and the network. Only with NETWORK=sandbox; they touch only the caller's account. */
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; database: Database }> = async (app, { world, database }) => {
   const devices = new DeviceStore(database);
+
+  /**
+   * The kind fields of a message the phone sends, checked as a send's are; a quote and a reaction
+   * point at a message of that chat, which the network knows by its network id.
+   */
+  const incomingPayload = async (accountId: string, deviceId: string, from: string, type: MessageType, input: KindInput): Promise<SandboxPayload> => {
+    const errors: FieldError[] = [];
+    const { payload, replyTo, mentions } = checkKind(input, type, errors);
+    const { reaction, ...kind } = payload ?? {};
+    const result: SandboxPayload = { ...kind, ...(mentions ? { mentions } : {}) };
+    const refer = async (id: string, field: string): Promise<string | undefined> => {
+      const referenced = await getReferenced(database, accountId, id);
+      const problem = referenceProblem(referenced, [from], deviceId, field);
+      if (problem) errors.push(problem);
+      return referenced?.network_message_id;
+    };
+    if (replyTo !== null) result.replyTo = await refer(replyTo, 'replyTo');
+    if (reaction?.messageId) {
+      const target = await refer(reaction.messageId, 'reaction.messageId');
+      if (target) result.reaction = { networkMessageId: target, emoji: reaction.emoji };
+    }
+    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+    return result;
+  };
   const ownDevice = async (accountId: string, deviceId: string): Promise<void> => {
     if (!(await devices.owns(accountId, deviceId))) throw new AppError('NOT_FOUND', 'Device not found');
   };
@@ -88,9 +132,10 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
           {
             deviceId: Type.String({ minLength: 1, maxLength: 100 }),
             from: Phone,
-            type: Type.Optional(Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' })),
+            type: Type.Optional(MessageTypeSchema),
             content: Type.String({ maxLength: 4096 }),
             mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
+            ...KindBodyFields,
           },
           { additionalProperties: false },
         ),
@@ -100,12 +145,15 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
     async (request, reply) => {
       const { accountId } = auth(request);
       await ownDevice(accountId, request.body.deviceId);
+      const from = digits(request.body.from, 'from');
+      const type = request.body.type ?? 'TEXT';
       const networkMessageId = await world.addIncoming({
         deviceId: request.body.deviceId,
-        from: digits(request.body.from, 'from'),
-        type: request.body.type ?? 'TEXT',
+        from,
+        type,
         content: request.body.content,
         mediaUrl: request.body.mediaUrl === undefined ? undefined : httpUrl(request.body.mediaUrl, 'mediaUrl'),
+        payload: await incomingPayload(accountId, request.body.deviceId, from, type, request.body),
       });
       return reply.status(202).send({ success: true as const, data: { networkMessageId } });
     },

@@ -6,9 +6,16 @@
  */
 import type { Bus } from '../../platform/bus.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
-import type { PhoneRow, SandboxWorld } from './world.js';
+import type { PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
 
 const POLL_MS = 100;
+
+/** An incoming message's kind fields, replies and reactions, as the network hands them over. */
+function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
+  if (!payload) return {};
+  const { reaction, replyTo, mentions, ...kind } = payload;
+  return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
+}
 
 interface PendingSend {
   message: OutgoingMessage;
@@ -211,6 +218,7 @@ export class SandboxNetwork implements Network {
         messageType: incoming.type,
         content: incoming.content,
         mediaUrl: incoming.mediaUrl ?? undefined,
+        ...incomingKind(incoming.payload),
         at: incoming.createdAt,
       });
       // Acknowledged only once Waygate has stored it.

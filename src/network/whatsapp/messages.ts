@@ -3,13 +3,39 @@
  * messages, acknowledgement statuses, disconnect reasons and send errors. Pure functions, so
  * they are tested on their own.
  */
-import type { DisconnectReason, IncomingMedia, MessageType, OutgoingMessage, Receipt } from '../network.js';
-import type { BoomLike, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAReceiptUpdate } from './types.js';
+import type { ContactCard, DisconnectReason, IncomingMedia, KindFields, Location, MessageRef, MessageType, OutgoingMessage, Receipt } from '../network.js';
+import type { BoomLike, WALocation, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAReceiptUpdate } from './types.js';
 import { WADisconnect, WAStatus } from './types.js';
+import { phoneToJid } from './jid.js';
 
-export function outgoingContent(message: OutgoingMessage): WAOutgoingContent {
-  // No link preview: Baileys would fetch URLs in the text itself, outside the SSRF guard.
-  if (message.type === 'TEXT') return { text: message.content, linkPreview: null };
+/** The JID of a chat as Waygate keeps it: a number's digits, or a network id already in JID form. */
+export const chatJid = (chat: string): string => (chat.includes('@') ? chat : phoneToJid(chat));
+
+/** The content Baileys is given for a message, with its mentions; `jid` is the chat it goes to (a reaction's target is in it). */
+export function outgoingContent(message: OutgoingMessage, jid: string): WAOutgoingContent {
+  const content = kindContent(message, jid);
+  return message.mentions && message.mentions.length > 0 ? { ...content, mentions: message.mentions.map(phoneToJid) } : content;
+}
+
+function kindContent(message: OutgoingMessage, jid: string): WAOutgoingContent {
+  const { kind } = message;
+  switch (message.type) {
+    // No link preview: Baileys would fetch URLs in the text itself, outside the SSRF guard.
+    case 'TEXT':
+      return { text: message.content, linkPreview: null };
+    case 'LOCATION':
+      return { location: locationOf(required(kind?.location, message), message.content) };
+    case 'CONTACT':
+      return { contacts: contactsOf(required(kind?.contacts, message)) };
+    case 'POLL': {
+      const poll = required(kind?.poll, message);
+      return { poll: { name: message.content, values: poll.options, selectableCount: poll.multiple ? 0 : 1 } };
+    }
+    case 'REACTION': {
+      const reaction = required(message.reaction, message);
+      return { react: { text: reaction.emoji, key: { remoteJid: jid, fromMe: reaction.target.fromMe, id: reaction.target.networkMessageId } } };
+    }
+  }
   const media = message.media;
   if (!media) throw new Error(`${message.type} message without media`);
   const caption = message.content ? { caption: message.content } : {};
@@ -20,6 +46,84 @@ export function outgoingContent(message: OutgoingMessage): WAOutgoingContent {
       return { video: media.data, mimetype: media.mimeType, ...caption };
     case 'DOCUMENT':
       return { document: media.data, mimetype: media.mimeType, fileName: media.fileName || defaultFileName(media.mimeType), ...caption };
+    case 'AUDIO':
+      return { audio: media.data, mimetype: media.mimeType, ptt: kind?.voice === true };
+    case 'STICKER':
+      return { sticker: media.data, mimetype: 'image/webp' };
+  }
+}
+
+function required<T>(value: T | undefined, message: OutgoingMessage): T {
+  if (value === undefined) throw new Error(`${message.type} message without its ${message.type.toLowerCase()}`);
+  return value;
+}
+
+function locationOf(location: Location, comment: string): WALocation {
+  return {
+    degreesLatitude: location.latitude,
+    degreesLongitude: location.longitude,
+    ...(location.name ? { name: location.name } : {}),
+    ...(location.address ? { address: location.address } : {}),
+    ...(comment ? { comment } : {}),
+  };
+}
+
+/** A vCard 3.0 text value: backslash, comma, semicolon and line breaks escaped. */
+const vcardText = (value: string): string => value.replace(/[\\,;]/g, (c) => `\\${c}`).replace(/\r?\n/g, '\\n');
+
+/** A contact card as WhatsApp shows it: the name and the number, with its WhatsApp id (waid). */
+export function vcardOf(contact: ContactCard): string {
+  const name = vcardText(contact.name);
+  return ['BEGIN:VCARD', 'VERSION:3.0', `FN:${name}`, `N:${name};;;;`, `TEL;type=CELL;type=VOICE;waid=${contact.phoneNumber}:+${contact.phoneNumber}`, 'END:VCARD'].join('\n');
+}
+
+function contactsOf(contacts: ContactCard[]): { displayName: string; contacts: { displayName: string; vcard: string }[] } {
+  return {
+    displayName: contacts.length === 1 ? contacts[0]!.name : `${contacts.length} contacts`,
+    contacts: contacts.map((contact) => ({ displayName: contact.name, vcard: vcardOf(contact) })),
+  };
+}
+
+/**
+ * The message a reply quotes, as Baileys takes it (options.quoted): its key and its content
+ * rebuilt from what Waygate stored of it (text, caption, place, cards, poll; the file itself is
+ * not needed to quote it).
+ */
+export function quotedMessage(ref: MessageRef, jid: string): WAMessage {
+  return { key: { remoteJid: jid, fromMe: ref.fromMe, id: ref.networkMessageId }, message: quotedContent(ref.type, ref.content, ref.kind) };
+}
+
+function quotedContent(type: MessageType, content: string, kind: KindFields | undefined): WAMessageContent {
+  const caption = content ? { caption: content } : {};
+  switch (type) {
+    case 'TEXT':
+      return { conversation: content };
+    case 'IMAGE':
+      return { imageMessage: caption };
+    case 'VIDEO':
+      return { videoMessage: caption };
+    case 'DOCUMENT':
+      return { documentMessage: caption };
+    case 'AUDIO':
+      return { audioMessage: { ptt: kind?.voice === true } };
+    case 'STICKER':
+      return { stickerMessage: {} };
+    case 'LOCATION':
+      return { locationMessage: kind?.location ? locationOf(kind.location, content) : {} };
+    case 'CONTACT': {
+      const cards = contactsOf(kind?.contacts ?? []);
+      return cards.contacts.length === 1 ? { contactMessage: cards.contacts[0] } : { contactsArrayMessage: cards };
+    }
+    case 'POLL':
+      return {
+        [kind?.poll?.multiple ? 'pollCreationMessage' : 'pollCreationMessageV3']: {
+          name: content,
+          options: (kind?.poll?.options ?? []).map((optionName) => ({ optionName })),
+          selectableOptionsCount: kind?.poll?.multiple ? 0 : 1,
+        },
+      };
+    case 'REACTION':
+      return { conversation: content };
   }
 }
 
