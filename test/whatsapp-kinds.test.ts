@@ -132,3 +132,64 @@ describe('sending each kind', () => {
     expect(socket.sent).toHaveLength(0);
   });
 });
+
+describe('receiving each kind', () => {
+  it('parses voice notes, stickers, places, cards, polls (V3 too), reactions, quotes and mentions', async () => {
+    const { socket, h } = await linked();
+    const jid = '6281311111111@s.whatsapp.net';
+    const key = (id: string): { remoteJid: string; id: string; fromMe: boolean } => ({ remoteJid: jid, id, fromMe: false });
+    const vcard = (name: string, digits: string): string => `BEGIN:VCARD\nVERSION:3.0\nFN:${name}\nTEL;type=CELL;type=VOICE;waid=${digits}:+${digits}\nEND:VCARD`;
+    socket.incoming([
+      { key: key('A1'), message: { audioMessage: { mimetype: 'audio/ogg; codecs=opus', seconds: 7, ptt: true, fileLength: 4000 } }, messageTimestamp: 1_700_000_000 },
+      { key: key('A2'), message: { audioMessage: { mimetype: 'audio/mpeg', seconds: 180, ptt: false } } },
+      { key: key('S1'), message: { stickerMessage: { mimetype: 'image/webp', fileLength: 9000 } } },
+      { key: key('L1'), message: { locationMessage: { degreesLatitude: -6.2, degreesLongitude: 106.8, name: 'Monas', address: 'Jakarta', comment: 'here' } } },
+      { key: key('C1'), message: { contactMessage: { displayName: 'Ani', vcard: vcard('Ani', '6281234500001') } } },
+      {
+        key: key('C2'),
+        message: {
+          contactsArrayMessage: {
+            displayName: '2 contacts',
+            contacts: [
+              { displayName: 'Ani', vcard: vcard('Ani', '6281234500001') },
+              { displayName: 'Budi', vcard: 'BEGIN:VCARD\nVERSION:3.0\nFN:Budi\nTEL;type=CELL:+62 812-3450-0002\nEND:VCARD' },
+            ],
+          },
+        },
+      },
+      { key: key('P1'), message: { messageContextInfo: {}, pollCreationMessageV3: { name: 'Lunch?', options: [{ optionName: 'Rice' }, { optionName: 'Noodles' }], selectableOptionsCount: 1 } } },
+      { key: key('P2'), message: { pollCreationMessage: { name: 'Toppings?', options: [{ optionName: 'Egg' }, { optionName: 'Chili' }], selectableOptionsCount: 0 } } },
+      { key: key('R1'), message: { reactionMessage: { key: { remoteJid: jid, fromMe: true, id: '3EB0OURS' }, text: '❤️', senderTimestampMs: 1_700_000_000_000 } } },
+      { key: key('R2'), message: { reactionMessage: { key: { remoteJid: jid, fromMe: true, id: '3EB0OURS' }, text: '' } } },
+      {
+        key: key('T1'),
+        message: {
+          extendedTextMessage: {
+            text: 'yes @6281322222222',
+            contextInfo: { stanzaId: '3EB0OURS', participant: '6281234567001@s.whatsapp.net', quotedMessage: { conversation: 'lunch?' }, mentionedJid: ['6281322222222@s.whatsapp.net', '999@lid'] },
+          },
+        },
+      },
+      { key: key('I1'), message: { imageMessage: { mimetype: 'image/jpeg', caption: 'this one', contextInfo: { stanzaId: 'IN-EARLIER', quotedMessage: { conversation: 'which?' } } } } },
+    ]);
+    await waitFor(() => eventsOf(h.events, 'incoming').length === 12, 2_000, 'twelve incoming');
+    const incoming = eventsOf(h.events, 'incoming');
+    expect(incoming.map((m) => [m.networkMessageId, m.messageType])).toEqual([
+      ['A1', 'AUDIO'], ['A2', 'AUDIO'], ['S1', 'STICKER'], ['L1', 'LOCATION'], ['C1', 'CONTACT'], ['C2', 'CONTACT'],
+      ['P1', 'POLL'], ['P2', 'POLL'], ['R1', 'REACTION'], ['R2', 'REACTION'], ['T1', 'TEXT'], ['I1', 'IMAGE'],
+    ]);
+    expect(incoming[0]).toMatchObject({ content: '', kind: { voice: true }, media: { mimeType: 'audio/ogg; codecs=opus', seconds: 7, sizeBytes: 4000 } });
+    expect(incoming[1]!.kind).toBeUndefined();
+    expect(incoming[2]).toMatchObject({ content: '', media: { mimeType: 'image/webp', sizeBytes: 9000 } });
+    expect(incoming[3]).toMatchObject({ content: 'here', kind: { location: { latitude: -6.2, longitude: 106.8, name: 'Monas', address: 'Jakarta' } } });
+    expect(incoming[4]!.kind).toEqual({ contacts: [{ name: 'Ani', phoneNumber: '6281234500001' }] });
+    expect(incoming[5]!.kind).toEqual({ contacts: [{ name: 'Ani', phoneNumber: '6281234500001' }, { name: 'Budi', phoneNumber: '6281234500002' }] });
+    expect(incoming[6]).toMatchObject({ content: 'Lunch?', kind: { poll: { options: ['Rice', 'Noodles'], multiple: false } } });
+    expect(incoming[7]).toMatchObject({ content: 'Toppings?', kind: { poll: { options: ['Egg', 'Chili'], multiple: true } } });
+    expect(incoming[8]).toMatchObject({ content: '', reaction: { networkMessageId: '3EB0OURS', emoji: '❤️' } });
+    expect(incoming[9]).toMatchObject({ reaction: { networkMessageId: '3EB0OURS', emoji: '' } });
+    expect(incoming[10]).toMatchObject({ content: 'yes @6281322222222', replyTo: '3EB0OURS', mentions: ['6281322222222', '999@lid'] });
+    expect(incoming[11]).toMatchObject({ content: 'this one', replyTo: 'IN-EARLIER' });
+    expect(incoming.slice(0, 10).every((m) => m.replyTo === undefined && m.mentions === undefined)).toBe(true);
+  });
+});

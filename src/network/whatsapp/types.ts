@@ -84,7 +84,7 @@ export interface WAMessageContent {
   viewOnceMessageV2Extension?: { message?: WAMessageContent | null } | null;
   protocolMessage?: unknown;
   /** proto.Message.IReactionMessage */
-  reactionMessage?: { key?: WAMessageKey | null; text?: string | null } | null;
+  reactionMessage?: { key?: WAMessageKey | null; text?: string | null; senderTimestampMs?: number | { toNumber(): number } | null } | null;
   senderKeyDistributionMessage?: unknown;
   [other: string]: unknown;
 }

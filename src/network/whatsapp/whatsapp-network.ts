@@ -694,7 +694,7 @@ export class WhatsAppSession implements NetworkSession {
     if (!key.id || key.fromMe || !isPersonJid(key.remoteJid)) return;
     const parsed = parseIncomingContent(message);
     if (!parsed) {
-      this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (reaction, protocol message, ...) ignored');
+      this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (poll vote, edit, protocol message, ...) ignored');
       return;
     }
     const { phone, lid } = await this.senderOf(key);
@@ -709,6 +709,10 @@ export class WhatsAppSession implements NetworkSession {
       messageType: parsed.messageType,
       content: parsed.content,
       media: parsed.media,
+      kind: parsed.kind,
+      reaction: parsed.reaction,
+      replyTo: parsed.replyTo,
+      mentions: parsed.mentions,
       at: timestampOf(message.messageTimestamp),
     });
   }
