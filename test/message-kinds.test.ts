@@ -309,3 +309,74 @@ describe('incoming (the sandbox plays the phone)', () => {
     expectFieldError(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: other, content: 'x', poll: POLL }), 'poll');
   });
 });
+
+describe('reactions and poll votes from the other side (events)', () => {
+  it('an incoming reaction to our message writes message.reaction (added, then removed)', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const from = phone();
+    const ours = (await sendDirect(ctx, tenant, { type: 'TEXT', content: 'hello', to: from })).message;
+    for (const emoji of ['😂', '']) {
+      expectOk(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from, type: 'REACTION', content: '', reaction: { messageId: ours.id, emoji } }), 202);
+    }
+    const reactions = await waitFor(
+      async () => {
+        const events = expectOk<{ data: { type: string; data: Record<string, unknown> }[] }>(await call(ctx, tenant, 'GET', '/events?type=message.reaction&limit=10')).data;
+        return events.length === 2 && events;
+      },
+      5_000,
+      'two message.reaction events',
+    );
+    const stored = (await listMessages(ctx, tenant, 'direction=in&limit=10')).data;
+    expect(reactions.map((e) => e.data)).toEqual(
+      ['😂', ''].map((emoji) => ({
+        messageId: ours.id,
+        deviceId: device.id,
+        from,
+        fromLid: null,
+        emoji,
+        reactionId: stored.find((m) => m.reaction?.emoji === emoji)!.id,
+        at: stored.find((m) => m.reaction?.emoji === emoji)!.receivedAt,
+      })),
+    );
+  });
+
+  it('votes on our poll write poll.vote {messageId, voter, options} and are tallied on the record (a new vote replaces the voter\'s last)', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const [ani, budi] = [phone(), phone()];
+    const single = (await sendDirect(ctx, tenant, { type: 'POLL', content: 'Lunch?', poll: { options: ['Rice', 'Noodles'] }, to: ani })).message;
+    const multi = (await sendDirect(ctx, tenant, { type: 'POLL', content: 'Toppings?', poll: { options: ['Egg', 'Chili', 'Tofu'], multiple: true }, to: budi })).message;
+    const vote = (from: string, messageId: string, options: string[]) =>
+      call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from, content: '', vote: { messageId, options } });
+    expectOk(await vote(ani, single.id, ['Rice']), 202);
+    expectOk(await vote(ani, single.id, ['Noodles']), 202);
+    expectOk(await vote(budi, multi.id, ['Egg', 'Tofu']), 202);
+
+    const votes = await waitFor(
+      async () => {
+        const events = expectOk<{ data: { type: string; data: Record<string, unknown> }[] }>(await call(ctx, tenant, 'GET', '/events?type=poll.vote&limit=10')).data;
+        return events.length === 3 && events;
+      },
+      5_000,
+      'three poll.vote events',
+    );
+    expect(votes.map((e) => e.data)).toEqual([
+      { messageId: single.id, voter: ani, options: ['Rice'] },
+      { messageId: single.id, voter: ani, options: ['Noodles'] },
+      { messageId: multi.id, voter: budi, options: ['Egg', 'Tofu'] },
+    ]);
+    const tally = async (id: string): Promise<unknown> => expectOk<{ data: MessageBody }>(await call(ctx, tenant, 'GET', `/messages/${id}`)).data.poll?.votes;
+    expect(await tally(single.id)).toEqual([{ option: 'Rice', count: 0 }, { option: 'Noodles', count: 1 }]);
+    expect(await tally(multi.id)).toEqual([{ option: 'Egg', count: 1 }, { option: 'Chili', count: 0 }, { option: 'Tofu', count: 1 }]);
+    // Votes are not messages.
+    expect((await listMessages(ctx, tenant, 'direction=in')).meta.total).toBe(0);
+
+    expectFieldError(await vote(ani, single.id, ['Rice', 'Noodles']), 'vote.options');
+    expectFieldError(await vote(ani, single.id, ['Soup']), 'vote.options[0]');
+    expectFieldError(await vote(budi, single.id, ['Rice']), 'vote.messageId');
+    const text = (await sendDirect(ctx, tenant, { type: 'TEXT', content: 'not a poll', to: ani })).message;
+    expectFieldError(await vote(ani, text.id, []), 'vote.messageId');
+    expectFieldError(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: ani, content: '', type: 'POLL', vote: { messageId: single.id, options: [] } }), 'type');
+  });
+});

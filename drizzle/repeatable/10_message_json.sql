@@ -15,7 +15,8 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
     'location', m.payload->'location', 'contacts', m.payload->'contacts',
     'poll', CASE WHEN m.payload ? 'poll' THEN jsonb_build_object(
       'options', m.payload->'poll'->'options', 'multiple', m.payload->'poll'->'multiple',
-      'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option, 'count', 0) ORDER BY o.n)
+      'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option,
+                                    'count', (SELECT count(*) FROM jsonb_each(m.payload->'poll'->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
                            FROM jsonb_array_elements_text(m.payload->'poll'->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb)) END,
     'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions))
 $$;

@@ -156,6 +156,9 @@ export class DeviceRunner {
       case 'incoming':
         await queue.storeIncoming(this.deviceId, { ...event, type: event.messageType }, newId('msg'));
         return;
+      case 'poll-vote':
+        await queue.recordPollVote(this.deviceId, event);
+        return;
     }
   }
 

@@ -28,13 +28,16 @@ export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string =>
  * bulk_jobs.payload): the network's kind fields, and a REACTION's target by message id.
  */
 export interface KindPayload extends KindFields {
+  /** A POLL, with each voter's current choice once votes come (`voters`: voter → options). */
+  poll?: { options: string[]; multiple: boolean; voters?: Record<string, string[]> | undefined } | undefined;
   reaction?: { messageId: string | null; emoji: string } | undefined;
 }
 
-/** A POLL's record: its options and the tally (zero for every option until votes come). */
+/** A POLL's record: its options and the tally of the voters' current choices. */
 function pollRecord(poll: KindPayload['poll']): Message['poll'] {
   if (!poll) return null;
-  return { options: poll.options, multiple: poll.multiple, votes: poll.options.map((option) => ({ option, count: 0 })) };
+  const choices = Object.values(poll.voters ?? {});
+  return { options: poll.options, multiple: poll.multiple, votes: poll.options.map((option) => ({ option, count: choices.filter((c) => c.includes(option)).length })) };
 }
 
 export interface MessageRow {

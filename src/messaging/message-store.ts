@@ -249,7 +249,14 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
          FROM devices d WHERE d.id = $2
        ON CONFLICT (device_id, network_message_id) DO NOTHING
        RETURNING id, account_id, waygate_message_json(messages) AS event_data),
-     src AS (SELECT account_id, 'message.received' AS type, event_data AS data FROM ins),
+     src AS (
+       SELECT account_id, 'message.received' AS type, event_data AS data FROM ins
+       UNION ALL
+       -- A reaction to a message of the account (added, or removed with emoji "").
+       SELECT account_id, 'message.reaction', jsonb_build_object(
+                'messageId', event_data->'reaction'->'messageId', 'deviceId', event_data->'deviceId', 'from', event_data->'from',
+                'fromLid', event_data->'fromLid', 'emoji', event_data->'reaction'->'emoji', 'reactionId', event_data->'id', 'at', event_data->'receivedAt')
+         FROM ins WHERE event_data->'reaction'->>'messageId' IS NOT NULL),
      ${appendEventsSql('src')}
      SELECT id FROM ins`,
     [
@@ -258,6 +265,30 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
       Object.keys(payload).length > 0 ? JSON.stringify(payload) : null, incoming.reaction?.networkMessageId ?? null, incoming.replyTo ?? null,
       incoming.mentions && incoming.mentions.length > 0 ? incoming.mentions : null,
     ],
+  );
+  return rows.length > 0;
+}
+
+export interface PollVote {
+  pollNetworkMessageId: string;
+  voter: string;
+  options: string[];
+}
+
+/**
+ * Records a voter's current choice on a POLL the device sent (replacing their earlier one) with
+ * its poll.vote event, in one statement; false when the device has no such poll.
+ */
+export async function recordPollVote(db: Queryable, deviceId: string, vote: PollVote): Promise<boolean> {
+  const rows = await db.query(
+    `WITH upd AS (
+       UPDATE messages m SET payload = jsonb_set(m.payload, '{poll,voters}', COALESCE(m.payload->'poll'->'voters', '{}'::jsonb) || jsonb_build_object($3::text, $4::jsonb))
+        WHERE m.device_id = $1 AND m.network_message_id = $2 AND m.type = 'POLL' AND m.payload ? 'poll'
+       RETURNING m.id, m.account_id),
+     src AS (SELECT account_id, 'poll.vote' AS type, jsonb_build_object('messageId', id, 'voter', $3::text, 'options', $4::jsonb) AS data FROM upd),
+     ${appendEventsSql('src')}
+     SELECT id FROM upd`,
+    [deviceId, vote.pollNetworkMessageId, vote.voter, JSON.stringify(vote.options)],
   );
   return rows.length > 0;
 }

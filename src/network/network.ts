@@ -109,6 +109,8 @@ export type NetworkEvent =
       mentions?: string[] | undefined;
       at: Date;
     }
+  /** A vote on a poll the device sent: the voter's current choice (no options: the vote was taken back). */
+  | { type: 'poll-vote'; pollNetworkMessageId: string; voter: string; options: string[]; at: Date }
   | { type: 'warning'; code: string; message: string }
   /**
    * The session stopped and will not reconnect by itself (a refused account, an outdated client,

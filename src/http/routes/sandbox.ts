@@ -68,6 +68,33 @@ function digits(value: string, field: string): string {
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; database: Database }> = async (app, { world, database }) => {
   const devices = new DeviceStore(database);
 
+  /** A vote on a poll the device sent to `from`: a choice among its options (one, unless the poll takes several). */
+  const votePayload = async (
+    accountId: string,
+    deviceId: string,
+    from: string,
+    vote: { messageId: string; options: string[] },
+    body: Record<string, unknown>,
+  ): Promise<SandboxPayload> => {
+    const errors: FieldError[] = [];
+    for (const field of ['type', 'mediaUrl', ...Object.keys(KindBodyFields)]) {
+      if (body[field] !== undefined) errors.push({ field, message: 'is not used with vote' });
+    }
+    if (body.content !== '') errors.push({ field: 'content', message: 'must be "" with vote' });
+    const poll = await getReferenced(database, accountId, vote.messageId);
+    const problem = referenceProblem(poll, [from], deviceId, 'vote.messageId');
+    if (problem) errors.push(problem);
+    else if (poll!.type !== 'POLL' || !poll!.payload?.poll) errors.push({ field: 'vote.messageId', message: 'is not a POLL' });
+    const options = poll?.payload?.poll?.options ?? [];
+    vote.options.forEach((option, index) => {
+      if (!options.includes(option)) errors.push({ field: `vote.options[${index}]`, message: 'is not an option of the poll' });
+      else if (vote.options.indexOf(option) !== index) errors.push({ field: `vote.options[${index}]`, message: 'repeats an earlier option' });
+    });
+    if (poll?.payload?.poll && !poll.payload.poll.multiple && vote.options.length > 1) errors.push({ field: 'vote.options', message: 'the poll takes one option' });
+    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+    return { vote: { networkMessageId: poll!.network_message_id, options: vote.options } };
+  };
+
   /**
    * The kind fields of a message the phone sends, checked as a send's are; a quote and a reaction
    * point at a message of that chat, which the network knows by its network id.
@@ -136,6 +163,15 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             content: Type.String({ maxLength: 4096 }),
             mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
             ...KindBodyFields,
+            vote: Type.Optional(
+              Type.Object(
+                {
+                  messageId: Type.String({ minLength: 1, maxLength: 100 }),
+                  options: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 12, description: 'The current choice; [] takes the vote back' }),
+                },
+                { additionalProperties: false, description: "Play the sender's vote on a POLL the device sent them (then give no type and content \"\")" },
+              ),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -153,7 +189,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         type,
         content: request.body.content,
         mediaUrl: request.body.mediaUrl === undefined ? undefined : httpUrl(request.body.mediaUrl, 'mediaUrl'),
-        payload: await incomingPayload(accountId, request.body.deviceId, from, type, request.body),
+        payload: request.body.vote
+          ? await votePayload(accountId, request.body.deviceId, from, request.body.vote, request.body)
+          : await incomingPayload(accountId, request.body.deviceId, from, type, request.body),
       });
       return reply.status(202).send({ success: true as const, data: { networkMessageId } });
     },

@@ -13,7 +13,7 @@ const POLL_MS = 100;
 /** An incoming message's kind fields, replies and reactions, as the network hands them over. */
 function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
   if (!payload) return {};
-  const { reaction, replyTo, mentions, ...kind } = payload;
+  const { reaction, replyTo, mentions, vote: _, ...kind } = payload;
   return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
 }
 
@@ -211,6 +211,12 @@ export class SandboxNetwork implements Network {
     for (const incoming of await this.world.pendingIncoming(ids)) {
       const session = this.sessions.get(incoming.deviceId);
       if (!session) continue;
+      const vote = incoming.payload?.vote;
+      if (vote) {
+        await session.emit({ type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt });
+        await this.world.ackIncoming(incoming.seq);
+        continue;
+      }
       await session.emit({
         type: 'incoming',
         networkMessageId: incoming.networkMessageId,

@@ -31,6 +31,8 @@ export interface SandboxPayload extends KindFields {
   reaction?: { networkMessageId: string; emoji: string } | undefined;
   replyTo?: string | undefined;
   mentions?: string[] | undefined;
+  /** Not a message: the sender's vote on a poll of the device (sandbox_incoming only). */
+  vote?: { networkMessageId: string; options: string[] } | undefined;
 }
 
 /** The payload the network got with a message (null when it carried nothing beyond type and content). */
