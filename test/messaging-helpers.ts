@@ -6,6 +6,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { DeviceJson, DeviceStatus } from '../src/devices/device-record.js';
+import type { SandboxPayload } from '../src/network/sandbox/world.js';
 import type { BulkJobJson, MessageJson, MessageStatus } from '../src/messaging/message-record.js';
 import { createTestApp, json, type Tenant, type TestContext } from './helpers.js';
 
@@ -83,6 +84,7 @@ export interface SandboxMessageBody {
   to: string;
   type: string;
   content: string;
+  payload: SandboxPayload | null;
   mediaBytes: number | null;
   mediaType: string | null;
   fileName: string | null;

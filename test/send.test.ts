@@ -53,7 +53,7 @@ describe('validation', () => {
   // so the tenant needs no device, and nothing is created.
   const cases: { name: string; body: () => Record<string, unknown>; fields: string[] }[] = [
     { name: 'missing type', body: () => ({ content: 'x', recipients: [phone()] }), fields: ['type'] },
-    { name: 'unknown type', body: () => ({ type: 'AUDIO', content: 'x', recipients: [phone()] }), fields: ['type'] },
+    { name: 'unknown type', body: () => ({ type: 'GIF', content: 'x', recipients: [phone()] }), fields: ['type'] },
     { name: 'empty type', body: () => ({ type: '', content: 'x', recipients: [phone()] }), fields: ['type'] },
     { name: 'type not a string', body: () => ({ type: 1, content: 'x', recipients: [phone()] }), fields: ['type'] },
     { name: 'TEXT without content', body: () => ({ type: 'TEXT', recipients: [phone()] }), fields: ['content'] },

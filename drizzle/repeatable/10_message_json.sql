@@ -11,5 +11,12 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
     'scheduledAt', waygate_ts(m.scheduled_at), 'createdAt', waygate_ts(m.created_at), 'queuedAt', waygate_ts(m.queued_at),
     'sentAt', waygate_ts(m.sent_at), 'deliveredAt', waygate_ts(m.delivered_at), 'readAt', waygate_ts(m.read_at),
     'failedAt', waygate_ts(m.failed_at), 'cancelledAt', waygate_ts(m.cancelled_at), 'receivedAt', waygate_ts(m.received_at),
-    'media', m.media)
+    'media', m.media,
+    'location', m.payload->'location', 'contacts', m.payload->'contacts',
+    'poll', CASE WHEN m.payload ? 'poll' THEN jsonb_build_object(
+      'options', m.payload->'poll'->'options', 'multiple', m.payload->'poll'->'multiple',
+      'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option,
+                                    'count', (SELECT count(*) FROM jsonb_each(m.payload->'poll'->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
+                           FROM jsonb_array_elements_text(m.payload->'poll'->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb)) END,
+    'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions))
 $$;

@@ -8,11 +8,11 @@ import type { Bus } from '../platform/bus.js';
 import { BatchPump } from '../platform/batch-pump.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { newId } from '../platform/ids.js';
-import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMedia } from '../network/network.js';
+import { isMediaType, type DeviceInfo, type Network, type NetworkEvent, type NetworkSession, type OutgoingMedia, type OutgoingMessage } from '../network/network.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
-import type { ClaimedMessage } from '../messaging/message-store.js';
+import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
 import { advance } from './device-states.js';
 import type { DeviceStore } from './device-store.js';
 
@@ -155,6 +155,9 @@ export class DeviceRunner {
         return;
       case 'incoming':
         await queue.storeIncoming(this.deviceId, { ...event, type: event.messageType }, newId('msg'));
+        return;
+      case 'poll-vote':
+        await queue.recordPollVote(this.deviceId, event);
         return;
     }
   }
@@ -308,7 +311,7 @@ export class DeviceRunner {
   private async sendOne(session: NetworkSession, message: ClaimedMessage, media: Map<string, Promise<MediaResult>>, cancelled: string[]): Promise<Outcome | undefined> {
     try {
       let attachment: OutgoingMedia | undefined;
-      if (message.type !== 'TEXT' && message.mediaUrl) {
+      if (isMediaType(message.type) && message.mediaUrl) {
         const key = `${message.type} ${message.mediaUrl}`;
         if (!media.has(key)) media.set(key, fetchMedia(this.options.http, message.mediaUrl, message.type));
         const fetched = await media.get(key)!;
@@ -319,11 +322,28 @@ export class DeviceRunner {
         cancelled.push(message.id);
         return undefined;
       }
-      const { networkMessageId, to, type, content, accountId } = message;
-      const result = await session.send({ networkMessageId, to, type, content, media: attachment, accountId });
-      return { message, result };
+      const outgoing = outgoingMessage(message, attachment);
+      if (!outgoing) {
+        return { message, result: { ok: false, permanent: true, code: 'REFERENCE_MISSING', message: 'The message reacted to is no longer stored' } };
+      }
+      return { message, result: await session.send(outgoing) };
     } catch (error) {
       return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
     }
   }
+}
+
+/** What the network is handed for a claimed message; undefined for a REACTION whose target is gone. */
+function outgoingMessage(message: ClaimedMessage, media: OutgoingMedia | undefined): OutgoingMessage | undefined {
+  const { networkMessageId, to, type, content, accountId, payload, mentions, reference } = message;
+  const outgoing: OutgoingMessage = { networkMessageId, to, type, content, media, accountId };
+  const kind = kindOf(payload);
+  if (kind) outgoing.kind = kind;
+  if (payload?.reaction) {
+    if (!reference) return undefined;
+    outgoing.reaction = { target: reference, emoji: payload.reaction.emoji };
+  }
+  if (reference && !payload?.reaction) outgoing.replyTo = reference;
+  if (mentions) outgoing.mentions = mentions;
+  return outgoing;
 }

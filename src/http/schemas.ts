@@ -2,6 +2,7 @@
 import Type, { type TSchema } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
 import { DateTime } from '../platform/record-schema.js';
+import { ContactCardSchema, LocationSchema } from '../messaging/message-record.js';
 
 /** Handlers return Date objects (or the ISO string); the serialiser writes them as ISO 8601 UTC with milliseconds. */
 export const Timestamp = Type.Unsafe<Date | string>(DateTime);
@@ -72,3 +73,39 @@ export const successListing = <T extends TSchema>(item: T) =>
   Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: ListingMeta });
 
 export const SuccessOnly = Type.Object({ success: Type.Literal(true) });
+
+/**
+ * The body fields of the added kinds of message (DESIGN.md §9), the same on POST /messages/send
+ * and POST /sandbox/incoming; src/messaging/message-kinds.ts holds their rules (which type takes
+ * which field, uniqueness, phone numbers).
+ */
+export const KindBodyFields = {
+  voice: Type.Optional(Type.Boolean({ description: 'AUDIO: a voice note (push-to-talk)' })),
+  location: Type.Optional(
+    Type.Object(LocationSchema.properties, { additionalProperties: false, description: 'LOCATION: the place (`content` is an optional comment)' }),
+  ),
+  contacts: Type.Optional(
+    Type.Array(Type.Object(ContactCardSchema.properties, { additionalProperties: false }), {
+      minItems: 1,
+      maxItems: 10,
+      description: 'CONTACT: 1–10 cards; the server builds the vCards',
+    }),
+  ),
+  poll: Type.Optional(
+    Type.Object(
+      {
+        options: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 2, maxItems: 12, description: 'Unique' }),
+        multiple: Type.Optional(Type.Boolean({ description: 'Voters may pick more than one option (default false)' })),
+      },
+      { additionalProperties: false, description: 'POLL: the options (`content` is the question, at most 255 characters)' },
+    ),
+  ),
+  reaction: Type.Optional(
+    Type.Object(
+      { messageId: Type.String({ minLength: 1, maxLength: 100 }), emoji: Type.String({ maxLength: 16, description: '"" removes the reaction' }) },
+      { additionalProperties: false, description: 'REACTION: the emoji on a message of the account in the same chat' },
+    ),
+  ),
+  replyTo: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Any type but REACTION: the id of a message of the account in the same chat, quoted' })),
+  mentions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: 1024, description: 'Any type but REACTION: phone numbers mentioned' })),
+};

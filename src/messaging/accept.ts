@@ -8,10 +8,10 @@ import type { Database, PreparedStatement } from '../platform/database.js';
 import { BatchPump } from '../platform/batch-pump.js';
 import { DEVICE_CHOICE_SQL } from '../devices/device-choice.js';
 import type { MessageType } from '../network/network.js';
-import type { MessageStatus } from './message-model.js';
+import type { KindPayload, MessageStatus } from './message-model.js';
 import type { DirectWorker } from './dispatch.js';
 import { INSERT_DIRECT_SQL } from './message-store.js';
-import { PERIODS_SQL, RESERVE_SQL, type Period } from './quota-store.js';
+import { countsAgainstQuota, PERIODS_SQL, RESERVE_SQL, type Period } from './quota-store.js';
 
 /** A direct send to accept: its messages' ids, recipients and network ids, index by index. */
 export interface AcceptRequest {
@@ -20,6 +20,9 @@ export interface AcceptRequest {
   type: MessageType;
   content: string;
   mediaUrl: string | null;
+  payload: KindPayload | null;
+  replyTo: string | null;
+  mentions: string[] | null;
   status: MessageStatus;
   dueAt: Date;
   scheduledAt: Date | null;
@@ -43,17 +46,20 @@ export interface Acceptance extends Period {
 }
 
 /**
- * One statement for a batch of requests (unnest of one array per field). Each account's quota is
- * reserved once for all its requests in the batch; an account whose reservation did not hold for
- * that total has nothing written. Key lookups and inserts only, and its planning took longer than
+ * One statement for a batch of requests (unnest of one array per field; the kind's payload and the
+ * mentions travel as JSON text, as arrays of arrays cannot be unnested). Each account's quota is
+ * reserved once for all its requests in the batch (`n`: the messages that count against it); an
+ * account whose reservation did not hold for that total has nothing written; messages that do not
+ * count have no period (nothing to refund). Key lookups and inserts only, and its planning took longer than
  * running it, so it is planned once per connection.
  */
 const ACCEPT: Omit<PreparedStatement, 'values'> = {
   name: 'messages_accept',
   genericPlan: true,
   text: `WITH r AS (
-    SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::bool[])
-      AS r(idx, account_id, device_req, n, type, content, media_url, status, due_at, scheduled_at, local_ok)),
+    SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::bool[],
+                         $19::text[], $20::text[], $21::text[])
+      AS r(idx, account_id, device_req, n, type, content, media_url, status, due_at, scheduled_at, local_ok, payload, reply_to, mentions)),
   a AS (${PERIODS_SQL('ac.id IN (SELECT account_id FROM r)', '$12')}),
   d AS (
     SELECT r.idx, r.account_id, r.n, dv.id AS device_id, dv.status, (r.local_ok AND dv.id = ANY($13::text[])) AS local
@@ -61,7 +67,9 @@ const ACCEPT: Omit<PreparedStatement, 'values'> = {
   need AS (SELECT account_id, sum(n)::int AS n FROM d GROUP BY account_id),
   u AS (${RESERVE_SQL('need', 'a')}),
   ins AS (${INSERT_DIRECT_SQL(
-    `(SELECT m.id, d.account_id, d.device_id, m.peer, r.type, r.content, r.media_url, r.status, r.due_at, m.nid, u.period_start, r.scheduled_at, d.local
+    `(SELECT m.id, d.account_id, d.device_id, m.peer, r.type, r.content, r.media_url, r.payload::jsonb AS payload, r.reply_to,
+             CASE WHEN r.mentions IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(r.mentions::jsonb)) END AS mentions,
+             r.status, r.due_at, m.nid, CASE WHEN r.n > 0 THEN u.period_start END AS period_start, r.scheduled_at, d.local
         FROM unnest($15::int[], $16::text[], $17::text[], $18::text[]) AS m(idx, id, peer, nid)
         JOIN r ON r.idx = m.idx JOIN d ON d.idx = m.idx JOIN u ON u.account_id = d.account_id)`,
     '$14',
@@ -81,7 +89,7 @@ export async function acceptDirect(db: Database, requests: AcceptRequest[], work
       requests.map((_, idx) => idx),
       column((r) => r.accountId),
       column((r) => r.deviceId),
-      column((r) => r.ids.length),
+      column((r) => (countsAgainstQuota(r.type) ? r.ids.length : 0)),
       column((r) => r.type),
       column((r) => r.content),
       column((r) => r.mediaUrl),
@@ -96,6 +104,9 @@ export async function acceptDirect(db: Database, requests: AcceptRequest[], work
       messages.map((m) => m.id),
       messages.map((m) => m.peer),
       messages.map((m) => m.nid),
+      column((r) => (r.payload === null ? null : JSON.stringify(r.payload))),
+      column((r) => r.replyTo),
+      column((r) => (r.mentions === null ? null : JSON.stringify(r.mentions))),
     ],
   });
   const byIdx = new Map(rows.map((row) => [row.idx, row]));

@@ -7,7 +7,7 @@ import type { Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
 import { appendEventsSql } from '../events/event-store.js';
 import type { MessageType } from '../network/network.js';
-import { BULK_JOB_COLUMNS, NETWORK_MESSAGE_ID_SQL, type BulkJobRow } from './message-model.js';
+import { BULK_JOB_COLUMNS, NETWORK_MESSAGE_ID_SQL, type BulkJobRow, type KindPayload } from './message-model.js';
 import { OPEN_JOB_STATUSES, jobIsDoneSql, sqlList, type JobStatus } from './message-states.js';
 
 type Counter = 'sent_count' | 'failed_count' | 'cancelled_count' | 'delivered_count' | 'read_count';
@@ -57,6 +57,9 @@ export interface NewJob {
   type: MessageType;
   content: string;
   mediaUrl: string | null;
+  /** What the kind carries, copied into every message of the job. */
+  payload: KindPayload | null;
+  mentions: string[] | null;
   recipients: string[];
   groupIds: string[];
   scheduledAt: Date | null;
@@ -69,8 +72,8 @@ export interface NewJob {
  */
 export async function insertJob(tx: Queryable, job: NewJob): Promise<number> {
   const [row] = await tx.query<{ total_contacts: number }>(
-    `INSERT INTO bulk_jobs (id, account_id, device_id, status, type, content, media_url, recipients, group_ids, total_contacts, scheduled_at)
-     SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(r.list, '{}'), $9, COALESCE(cardinality(r.list), 0), $10
+    `INSERT INTO bulk_jobs (id, account_id, device_id, status, type, content, media_url, recipients, group_ids, total_contacts, scheduled_at, payload, mentions)
+     SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(r.list, '{}'), $9, COALESCE(cardinality(r.list), 0), $10, $11::jsonb, $12::text[]
        FROM (SELECT array_agg(phone ORDER BY ord) AS list FROM (
                SELECT DISTINCT ON (phone) phone, ord FROM (
                  SELECT p AS phone, o AS ord FROM unnest($8::text[]) WITH ORDINALITY AS t(p, o)
@@ -81,7 +84,7 @@ export async function insertJob(tx: Queryable, job: NewJob): Promise<number> {
                ) AS everyone ORDER BY phone, ord
              ) AS unique_phones) AS r
      RETURNING total_contacts`,
-    [job.id, job.accountId, job.deviceId, job.status, job.type, job.content, job.mediaUrl, job.recipients, job.groupIds, job.scheduledAt],
+    [job.id, job.accountId, job.deviceId, job.status, job.type, job.content, job.mediaUrl, job.recipients, job.groupIds, job.scheduledAt, job.payload === null ? null : JSON.stringify(job.payload), job.mentions],
   );
   return row!.total_contacts;
 }
@@ -163,14 +166,14 @@ export const bulkMessageId = (jobId: string, position: number): string => `msg_$
 export async function insertChunkMessages(tx: Queryable, jobId: string, start: number, size: number): Promise<number> {
   const [inserted] = await tx.query<{ n: number }>(
     `WITH chunk AS (
-       SELECT j.id, j.account_id, j.device_id, j.type, j.content, j.media_url, j.scheduled_at, j.quota_period_start, r.phone,
+       SELECT j.id, j.account_id, j.device_id, j.type, j.content, j.media_url, j.payload, j.mentions, j.scheduled_at, j.quota_period_start, r.phone,
               ${bulkMessageIdSql('j.id', '$2::int + r.ord')} AS msg_id
          FROM bulk_jobs j, unnest(j.recipients[$2::int + 1 : $2::int + $3::int]) WITH ORDINALITY AS r(phone, ord)
         WHERE j.id = $1),
      ins AS (
-       INSERT INTO messages (id, account_id, device_id, job_id, direction, peer, type, content, media_url, status, priority,
+       INSERT INTO messages (id, account_id, device_id, job_id, direction, peer, type, content, media_url, payload, mentions, status, priority,
                              due_at, network_message_id, quota_period_start, scheduled_at)
-       SELECT c.msg_id, c.account_id, c.device_id, c.id, 'out', c.phone, c.type, c.content, c.media_url,
+       SELECT c.msg_id, c.account_id, c.device_id, c.id, 'out', c.phone, c.type, c.content, c.media_url, c.payload, c.mentions,
               CASE WHEN c.scheduled_at > now() THEN 'SCHEDULED' ELSE 'QUEUED' END, 1,
               COALESCE(c.scheduled_at, now()), ${NETWORK_MESSAGE_ID_SQL('c.msg_id')}, c.quota_period_start, c.scheduled_at
          FROM chunk c

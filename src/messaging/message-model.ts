@@ -3,7 +3,7 @@
  * themselves are defined once, in message-record.ts), and the rules of their states.
  */
 import { createHash } from 'node:crypto';
-import type { IncomingMedia } from '../network/network.js';
+import type { IncomingMedia, KindFields } from '../network/network.js';
 import { MessageTypeSchema, type BulkJob, type BulkJobStatus, type Message, type MessageStatus, type MessageType } from './message-record.js';
 
 export type { BulkJob, BulkJobJson, BulkJobStatus, Message, MessageJson, MessageStatus } from './message-record.js';
@@ -22,6 +22,23 @@ export function networkMessageIdFor(messageId: string): string {
 /** The same derivation in SQL, for messages created by INSERT ... SELECT. */
 export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string =>
   `'3EB0' || upper(substr(encode(sha256(convert_to(${idExpression}, 'UTF8')), 'hex'), 1, 18))`;
+
+/**
+ * What a message's kind carries beyond type, content and media, as stored (messages.payload,
+ * bulk_jobs.payload): the network's kind fields, and a REACTION's target by message id.
+ */
+export interface KindPayload extends KindFields {
+  /** A POLL, with each voter's current choice once votes come (`voters`: voter → options). */
+  poll?: { options: string[]; multiple: boolean; voters?: Record<string, string[]> | undefined } | undefined;
+  reaction?: { messageId: string | null; emoji: string } | undefined;
+}
+
+/** A POLL's record: its options and the tally of the voters' current choices. */
+function pollRecord(poll: KindPayload['poll']): Message['poll'] {
+  if (!poll) return null;
+  const choices = Object.values(poll.voters ?? {});
+  return { options: poll.options, multiple: poll.multiple, votes: poll.options.map((option) => ({ option, count: choices.filter((c) => c.includes(option)).length })) };
+}
 
 export interface MessageRow {
   id: string;
@@ -48,6 +65,9 @@ export interface MessageRow {
   failed_at: Date | null;
   cancelled_at: Date | null;
   received_at: Date | null;
+  payload: KindPayload | null;
+  reply_to: string | null;
+  mentions: string[] | null;
 }
 
 /** The one place that maps a message's columns to its fields (waygate_message_json does the same in SQL, kept equal by test/record-contract.test.ts). */
@@ -75,6 +95,12 @@ export const toMessage = (r: MessageRow): Message => ({
   failedAt: r.failed_at,
   cancelledAt: r.cancelled_at,
   receivedAt: r.received_at,
+  location: r.payload?.location ?? null,
+  contacts: r.payload?.contacts ?? null,
+  poll: pollRecord(r.payload?.poll),
+  reaction: r.payload?.reaction ?? null,
+  replyTo: r.reply_to,
+  mentions: r.mentions,
 });
 
 export interface BulkJobRow {

@@ -146,6 +146,11 @@ export class MessageQueue {
     return changed;
   }
 
+  /** Records a vote on a poll of the device, with its poll.vote event. */
+  async recordPollVote(deviceId: string, vote: messages.PollVote): Promise<void> {
+    if (await messages.recordPollVote(this.database, deviceId, vote)) this.onEvents();
+  }
+
   /** Stores an incoming message with its message.received event; a redelivery is ignored. */
   async storeIncoming(deviceId: string, incoming: IncomingMessage, id: string): Promise<boolean> {
     const stored = await messages.storeIncoming(this.database, deviceId, incoming, id);

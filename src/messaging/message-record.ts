@@ -20,7 +20,7 @@ import { DateTime, NullableDateTime, type Jsonified } from '../platform/record-s
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
-export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'], { type: 'string' });
+export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER', 'LOCATION', 'CONTACT', 'POLL', 'REACTION'], { type: 'string' });
 export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
 
 export const IncomingMediaSchema = Type.Object({
@@ -28,6 +28,33 @@ export const IncomingMediaSchema = Type.Object({
   fileName: Type.Optional(Type.String()),
   sizeBytes: Type.Optional(Type.Integer()),
   seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
+});
+
+/** A LOCATION message's place. */
+export const LocationSchema = Type.Object({
+  latitude: Type.Number({ minimum: -90, maximum: 90 }),
+  longitude: Type.Number({ minimum: -180, maximum: 180 }),
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+  address: Type.Optional(Type.String({ maxLength: 512 })),
+});
+
+/** One card of a CONTACT message (the vCard is built from it). */
+export const ContactCardSchema = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  phoneNumber: Type.String({ minLength: 1, maxLength: 40, description: 'E.164, as digits' }),
+});
+
+/** A reaction: the emoji on a message ("" removes the reaction). */
+export const ReactionSchema = Type.Object({
+  messageId: Type.Union([Type.String(), Type.Null()], { description: 'The message reacted to; null: a message Waygate does not know' }),
+  emoji: Type.String({ description: 'Empty: the reaction was removed' }),
+});
+
+/** A POLL message's choices and their tally (every voter's current choice). */
+export const PollRecordSchema = Type.Object({
+  options: Type.Array(Type.String()),
+  multiple: Type.Boolean({ description: 'Voters may pick more than one option' }),
+  votes: Type.Array(Type.Object({ option: Type.String(), count: Type.Integer() })),
 });
 
 /** A message, sent or received. The API writes the fields in this order. */
@@ -59,6 +86,12 @@ export const MessageSchema = Type.Object({
   fromLid: Type.Union([Type.String(), Type.Null()], {
     description: "Incoming on WhatsApp: the sender's LID (<digits>@lid) when WhatsApp addressed them by it; `from` is their number when known",
   }),
+  location: Type.Union([LocationSchema, Type.Null()], { description: 'LOCATION' }),
+  contacts: Type.Union([Type.Array(ContactCardSchema), Type.Null()], { description: 'CONTACT' }),
+  poll: Type.Union([PollRecordSchema, Type.Null()], { description: 'POLL (content is the question)' }),
+  reaction: Type.Union([ReactionSchema, Type.Null()], { description: 'REACTION' }),
+  replyTo: Type.Union([Type.String(), Type.Null()], { description: 'The message this one quotes (null: none, or one Waygate does not know)' }),
+  mentions: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Phone numbers mentioned' }),
 });
 
 /** A bulk job with its live counters. The API writes the fields in this order. */
@@ -83,6 +116,9 @@ export type MessageStatus = Static<typeof MessageStatusSchema>;
 export type MessageType = Static<typeof MessageTypeSchema>;
 export type BulkJobStatus = Static<typeof BulkJobStatusSchema>;
 export type IncomingMedia = Static<typeof IncomingMediaSchema>;
+export type Location = Static<typeof LocationSchema>;
+export type ContactCard = Static<typeof ContactCardSchema>;
+export type Reaction = Static<typeof ReactionSchema>;
 
 /** A message on the server (timestamps are Date). */
 export type Message = Static<typeof MessageSchema>;

@@ -7,9 +7,10 @@
  */
 import type { Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
-import type { IncomingMedia, MessageType } from '../network/network.js';
+import type { IncomingMedia, KindFields, MessageRef, MessageType } from '../network/network.js';
 import { appendEventsSql } from '../events/event-store.js';
-import type { MessageRow, MessageStatus } from './message-model.js';
+import type { KindPayload, MessageRow, MessageStatus } from './message-model.js';
+import type { Referenced } from './message-kinds.js';
 import { CANCELLABLE_STATUSES, UNSETTLED_STATUSES, sqlList } from './message-states.js';
 import { START_JOBS_SQL } from './job-store.js';
 import { messageTransitions } from '../platform/metrics.js';
@@ -24,10 +25,24 @@ export interface ClaimedMessage {
   type: MessageType;
   content: string;
   mediaUrl: string | null;
+  payload: KindPayload | null;
+  mentions: string[] | null;
+  /** The message it quotes, or a REACTION's target (null: none, or no longer stored). */
+  reference: MessageRef | null;
   networkMessageId: string;
   attempts: number;
   priority: number;
 }
+
+/** The network's kind fields of a stored payload (a reaction's target is not one). */
+export function kindOf(payload: KindPayload | null): KindFields | undefined {
+  if (!payload) return undefined;
+  const { reaction: _, ...kind } = payload;
+  return Object.keys(kind).length > 0 ? kind : undefined;
+}
+
+/** SQL: the id of the message a message row `m` refers to (its replyTo, or a REACTION's target). */
+const REFERENCE_ID_SQL = (m: string): string => `COALESCE(${m}.reply_to, ${m}.payload->'reaction'->>'messageId')`;
 
 /**
  * Claims up to `limit` due messages of a device (priority 0 only when `onlyDirect`), and starts
@@ -36,14 +51,19 @@ export interface ClaimedMessage {
  * a plan kept from when the table was small would scan it.
  */
 export async function claimDue(db: Queryable, workerId: string, deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
-  const rows = await db.query<{ id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null; network_message_id: string; attempts: number; priority: number }>(
+  const rows = await db.query<{
+    id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
+    payload: KindPayload | null; mentions: string[] | null; network_message_id: string; attempts: number; priority: number;
+    ref_nid: string | null; ref_direction: 'out' | 'in' | null; ref_peer: string | null; ref_type: MessageType | null; ref_content: string | null; ref_payload: KindPayload | null;
+  }>(
     `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
      claimed AS (
        UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
          FROM due WHERE m.id = due.id
-       RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.network_message_id, m.attempts, m.priority),
+       RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
      started AS (${START_JOBS_SQL('claimed')})
-     SELECT * FROM claimed`,
+     SELECT c.*, q.network_message_id AS ref_nid, q.direction AS ref_direction, q.peer AS ref_peer, q.type AS ref_type, q.content AS ref_content, q.payload AS ref_payload
+       FROM claimed c LEFT JOIN messages q ON q.id = ${REFERENCE_ID_SQL('c')}`,
     [deviceId, limit, workerId, onlyDirect ? 0 : 1],
   );
   return rows.map((r) => ({
@@ -54,6 +74,12 @@ export async function claimDue(db: Queryable, workerId: string, deviceId: string
     type: r.type,
     content: r.content,
     mediaUrl: r.media_url,
+    payload: r.payload,
+    mentions: r.mentions,
+    reference:
+      r.ref_nid === null
+        ? null
+        : { networkMessageId: r.ref_nid, fromMe: r.ref_direction === 'out', chat: r.ref_peer!, type: r.ref_type!, content: r.ref_content ?? '', kind: kindOf(r.ref_payload) },
     networkMessageId: r.network_message_id,
     attempts: r.attempts,
     priority: r.priority,
@@ -130,6 +156,15 @@ export async function getMessage(db: Queryable, accountId: string, id: string): 
   return row;
 }
 
+/** A message a send refers to (a reply's quote, a reaction's target), if it is one of the account's. */
+export async function getReferenced(db: Queryable, accountId: string, id: string): Promise<Referenced | undefined> {
+  const [row] = await db.query<Referenced>(
+    'SELECT id, device_id, peer, direction, network_message_id, type, content, payload FROM messages WHERE id = $1 AND account_id = $2',
+    [id, accountId],
+  );
+  return row;
+}
+
 export async function getMessages(db: Queryable, ids: string[]): Promise<MessageRow[]> {
   return db.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
 }
@@ -186,35 +221,90 @@ export interface IncomingMessage {
   content: string;
   mediaUrl?: string | undefined;
   media?: IncomingMedia | undefined;
+  kind?: KindFields | undefined;
+  /** REACTION: the emoji on the message with this network id. */
+  reaction?: { networkMessageId: string; emoji: string } | undefined;
+  /** The network id of the message it quotes. */
+  replyTo?: string | undefined;
+  mentions?: string[] | undefined;
   at: Date;
 }
 
-/** Stores an incoming message with its message.received event, in one statement; false for a redelivery. */
+/**
+ * Stores an incoming message with its message.received event, in one statement; false for a
+ * redelivery. A quote's and a reaction's network ids become the ids of our messages of the device
+ * (null when we do not know the message).
+ */
 export async function storeIncoming(db: Queryable, deviceId: string, incoming: IncomingMessage, id: string): Promise<boolean> {
+  const payload: KindPayload = { ...incoming.kind };
+  if (incoming.reaction) payload.reaction = { messageId: null, emoji: incoming.reaction.emoji };
+  const known = (nid: string): string => `(SELECT id FROM messages WHERE device_id = $2 AND network_message_id = ${nid})`;
   const rows = await db.query(
     `WITH ins AS (
-       INSERT INTO messages (id, account_id, device_id, direction, peer, peer_lid, type, content, media_url, media, status, network_message_id, received_at, created_at)
-       SELECT $1, d.account_id, d.id, 'in', $3, $10, $4, $5, $6, $9::jsonb, 'RECEIVED', $7, $8, now() FROM devices d WHERE d.id = $2
+       INSERT INTO messages (id, account_id, device_id, direction, peer, peer_lid, type, content, media_url, media, status, network_message_id, received_at, created_at,
+                             payload, reply_to, mentions)
+       SELECT $1, d.account_id, d.id, 'in', $3, $10, $4, $5, $6, $9::jsonb, 'RECEIVED', $7, $8, now(),
+              CASE WHEN $12::text IS NULL THEN $11::jsonb ELSE jsonb_set($11::jsonb, '{reaction,messageId}', COALESCE(to_jsonb(${known('$12')}), 'null'::jsonb)) END,
+              ${known('$13')}, $14::text[]
+         FROM devices d WHERE d.id = $2
        ON CONFLICT (device_id, network_message_id) DO NOTHING
        RETURNING id, account_id, waygate_message_json(messages) AS event_data),
-     src AS (SELECT account_id, 'message.received' AS type, event_data AS data FROM ins),
+     src AS (
+       SELECT account_id, 'message.received' AS type, event_data AS data FROM ins
+       UNION ALL
+       -- A reaction to a message of the account (added, or removed with emoji "").
+       SELECT account_id, 'message.reaction', jsonb_build_object(
+                'messageId', event_data->'reaction'->'messageId', 'deviceId', event_data->'deviceId', 'from', event_data->'from',
+                'fromLid', event_data->'fromLid', 'emoji', event_data->'reaction'->'emoji', 'reactionId', event_data->'id', 'at', event_data->'receivedAt')
+         FROM ins WHERE event_data->'reaction'->>'messageId' IS NOT NULL),
      ${appendEventsSql('src')}
      SELECT id FROM ins`,
-    [id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at, incoming.media ? JSON.stringify(incoming.media) : null, incoming.fromLid ?? null],
+    [
+      id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at,
+      incoming.media ? JSON.stringify(incoming.media) : null, incoming.fromLid ?? null,
+      Object.keys(payload).length > 0 ? JSON.stringify(payload) : null, incoming.reaction?.networkMessageId ?? null, incoming.replyTo ?? null,
+      incoming.mentions && incoming.mentions.length > 0 ? incoming.mentions : null,
+    ],
+  );
+  return rows.length > 0;
+}
+
+export interface PollVote {
+  pollNetworkMessageId: string;
+  voter: string;
+  options: string[];
+}
+
+/**
+ * Records a voter's current choice on a POLL the device sent (replacing their earlier one) with
+ * its poll.vote event, in one statement; false when the device has no such poll.
+ */
+export async function recordPollVote(db: Queryable, deviceId: string, vote: PollVote): Promise<boolean> {
+  const rows = await db.query(
+    `WITH upd AS (
+       UPDATE messages m SET payload = jsonb_set(m.payload, '{poll,voters}', COALESCE(m.payload->'poll'->'voters', '{}'::jsonb) || jsonb_build_object($3::text, $4::jsonb))
+        WHERE m.device_id = $1 AND m.network_message_id = $2 AND m.type = 'POLL' AND m.payload ? 'poll'
+       RETURNING m.id, m.account_id),
+     src AS (SELECT account_id, 'poll.vote' AS type, jsonb_build_object('messageId', id, 'voter', $3::text, 'options', $4::jsonb) AS data FROM upd),
+     ${appendEventsSql('src')}
+     SELECT id FROM upd`,
+    [deviceId, vote.pollNetworkMessageId, vote.voter, JSON.stringify(vote.options)],
   );
   return rows.length > 0;
 }
 
 /**
  * SQL (a data-modifying CTE body): inserts accepted direct sends. `source` is a table expression
- * with (id, account_id, device_id, peer, type, content, media_url, status, due_at, nid,
- * period_start, scheduled_at, local); a `local` one is inserted SENDING, claimed by the worker
- * `workerId` (a SQL expression) and counted as its first attempt, for an in-process hand-over.
+ * with (id, account_id, device_id, peer, type, content, media_url, payload, reply_to, mentions,
+ * status, due_at, nid, period_start, scheduled_at, local); a `local` one is inserted SENDING,
+ * claimed by the worker `workerId` (a SQL expression) and counted as its first attempt, for an
+ * in-process hand-over.
  */
 export const INSERT_DIRECT_SQL = (source: string, workerId: string): string => `
-  INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, status, priority, due_at,
+  INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, payload, reply_to, mentions, status, priority, due_at,
                         network_message_id, quota_period_start, scheduled_at, queued_at, claimed_by, attempts)
-  SELECT s.id, s.account_id, s.device_id, 'out', s.peer, s.type, s.content, s.media_url, CASE WHEN s.local THEN 'SENDING' ELSE s.status END, 0,
+  SELECT s.id, s.account_id, s.device_id, 'out', s.peer, s.type, s.content, s.media_url, s.payload, s.reply_to, s.mentions,
+         CASE WHEN s.local THEN 'SENDING' ELSE s.status END, 0,
          CASE WHEN s.local THEN NULL ELSE s.due_at END, s.nid, s.period_start, s.scheduled_at, CASE WHEN s.status = 'QUEUED' THEN now() END,
          CASE WHEN s.local THEN ${workerId} END, CASE WHEN s.local THEN 1 ELSE 0 END
     FROM ${source} s

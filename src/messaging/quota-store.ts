@@ -5,6 +5,7 @@
  * RESERVE_SQL and REFUND_SQL into their own, so there is one reservation rule and one refund rule.
  */
 import type { Queryable } from '../platform/database.js';
+import type { MessageType } from '../network/network.js';
 import { AppError } from '../platform/errors.js';
 
 /**
@@ -56,6 +57,12 @@ export const REFUND_SQL = (source: string): string => `
    WHERE rf.period_start IS NOT NULL AND rf.n > 0 GROUP BY rf.account_id, rf.period_start
   ON CONFLICT (account_id, period_start, shard) DO UPDATE SET messages_used = u.messages_used + EXCLUDED.messages_used
   RETURNING 1`;
+
+/**
+ * The one exemption from the plan's quota: a REACTION is not a message the plan counts (it is
+ * neither reserved nor, when it fails, refunded). Every other message counts one per recipient.
+ */
+export const countsAgainstQuota = (type: MessageType): boolean => type !== 'REACTION';
 
 export interface Period {
   period_start: Date;

@@ -9,7 +9,7 @@ import type { Database } from '../platform/database.js';
 import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { messageTransitions } from '../platform/metrics.js';
-import type { MessageType } from '../network/network.js';
+import { isMediaType, type MessageRef, type MessageType } from '../network/network.js';
 import type { AckTicket, AckWaiter } from './ack-waiter.js';
 import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
 import { MESSAGE_TYPES, networkMessageIdFor, toBulkJob, toMessage, type Message, type MessageRow } from './message-model.js';
@@ -23,6 +23,7 @@ import type { NewJob } from './job-store.js';
 import * as store from './message-store.js';
 import { CANCELLABLE_STATUSES, OPEN_JOB_STATUSES, isSettled } from './message-states.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
+import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput, type Referenced } from './message-kinds.js';
 
 
 const DIRECT_SEND_MAX = 10;
@@ -32,9 +33,10 @@ const PAST_TOLERANCE_MS = 60_000;
 const MAX_AHEAD_MS = 365 * 24 * 3600 * 1000;
 const TIMEZONE = /(Z|[+-]\d{2}:?\d{2})$/i;
 
-export interface SendInput {
+export interface SendInput extends KindInput {
   type: string;
-  content: string;
+  /** Required for the seed's types (TEXT, IMAGE, VIDEO, DOCUMENT). */
+  content?: string | undefined;
   mediaUrl?: string | undefined;
   recipients?: string[] | undefined;
   to?: string | string[] | undefined;
@@ -44,29 +46,47 @@ export interface SendInput {
   deviceId?: string | undefined;
 }
 
-/** A send that passed every rule: what a job is made of (content is the caption for media), and the device asked for. */
-export type ValidSend = Omit<NewJob, 'id' | 'accountId' | 'deviceId' | 'status'> & { deviceId: string | undefined };
+/** A send that passed every rule: what a job is made of (content is the caption for media), the device asked for, and the message it quotes. */
+export type ValidSend = Omit<NewJob, 'id' | 'accountId' | 'deviceId' | 'status'> & { deviceId: string | undefined; replyTo: string | null };
+
+/** The seed's types, whose body always has `content`. */
+const SEED_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'];
+/** Types whose message has a caption. */
+const CAPTIONED: readonly MessageType[] = ['IMAGE', 'VIDEO', 'DOCUMENT'];
+/** Types whose message has no text at all. */
+const WITHOUT_TEXT: readonly MessageType[] = ['AUDIO', 'STICKER', 'CONTACT', 'REACTION'];
 
 export type SendResponse =
   | { statusCode: 200 | 202; body: { success: true; message: Message; messages: Message[]; async: boolean } }
   | { statusCode: 202; body: { success: true; jobId: string; status: 'PROCESSING' | 'SCHEDULED'; message: string; totalContacts: number } };
 
-/** The text, or a media message's caption. */
+/** The text, a media message's caption, a poll's question or a location's comment. */
 function checkContent(input: SendInput, type: MessageType, errors: FieldError[]): string {
+  if (input.content === undefined && SEED_TYPES.includes(type)) errors.push({ field: 'content', message: `is required for ${type} messages` });
+  const content = input.content ?? '';
+  if (input.caption !== undefined && !CAPTIONED.includes(type)) errors.push({ field: 'caption', message: 'is only for media messages (IMAGE, VIDEO, DOCUMENT)' });
   if (type === 'TEXT') {
-    if (input.content.trim().length === 0) errors.push({ field: 'content', message: 'must not be empty for a TEXT message' });
-    if (input.content.length > MAX_TEXT_LENGTH) errors.push({ field: 'content', message: `must have at most ${MAX_TEXT_LENGTH} characters` });
-    if (input.caption !== undefined) errors.push({ field: 'caption', message: 'is only for media messages (IMAGE, VIDEO, DOCUMENT)' });
-    return input.content;
+    if (input.content !== undefined && content.trim().length === 0) errors.push({ field: 'content', message: 'must not be empty for a TEXT message' });
+    if (content.length > MAX_TEXT_LENGTH) errors.push({ field: 'content', message: `must have at most ${MAX_TEXT_LENGTH} characters` });
+    return content;
   }
-  const caption = input.caption ?? input.content;
+  if (type === 'POLL') {
+    if (content.trim().length === 0) errors.push({ field: 'content', message: 'is the question of a POLL: it must not be empty' });
+    if (content.length > MAX_POLL_QUESTION) errors.push({ field: 'content', message: `a poll question may have at most ${MAX_POLL_QUESTION} characters` });
+    return content;
+  }
+  if (WITHOUT_TEXT.includes(type)) {
+    if (content.length > 0) errors.push({ field: 'content', message: `is not used by ${type} messages` });
+    return '';
+  }
+  const caption = input.caption ?? content;
   if (caption.length > MAX_CAPTION_LENGTH) errors.push({ field: input.caption !== undefined ? 'caption' : 'content', message: `a caption may have at most ${MAX_CAPTION_LENGTH} characters` });
   return caption;
 }
 
 function checkMediaUrl(input: SendInput, type: MessageType, errors: FieldError[]): string | null {
-  if (type === 'TEXT') {
-    if (input.mediaUrl !== undefined) errors.push({ field: 'mediaUrl', message: 'is not allowed for TEXT messages' });
+  if (!isMediaType(type)) {
+    if (input.mediaUrl !== undefined) errors.push({ field: 'mediaUrl', message: `is not allowed for ${type} messages` });
     return null;
   }
   if (!input.mediaUrl) {
@@ -114,20 +134,39 @@ function checkSchedule(scheduledAt: string | undefined, now: Date, errors: Field
 export function validateSend(input: SendInput, now: Date = new Date()): ValidSend {
   const errors: FieldError[] = [];
   const type = input.type.toUpperCase() as MessageType;
-  if (!MESSAGE_TYPES.includes(type)) errors.push({ field: 'type', message: 'must be one of TEXT, IMAGE, VIDEO, DOCUMENT' });
-  const content = checkContent(input, type, errors);
-  const mediaUrl = checkMediaUrl(input, type, errors);
+  const known = MESSAGE_TYPES.includes(type);
+  if (!known) errors.push({ field: 'type', message: `must be one of ${MESSAGE_TYPES.join(', ')}` });
+  const content = known ? checkContent(input, type, errors) : (input.content ?? '');
+  const mediaUrl = known ? checkMediaUrl(input, type, errors) : null;
+  const kind = known ? checkKind(input, type, errors) : { payload: null, replyTo: null, mentions: null };
   const recipients = checkRecipients(input, errors);
   const groupIds = [...new Set(input.groupIds ?? [])];
   const given = (input.recipients?.length ?? 0) + (input.to === undefined ? 0 : typeof input.to === 'string' ? 1 : input.to.length) + groupIds.length;
   if (given === 0) errors.push({ field: 'recipients', message: 'give at least one of recipients (or to) and groupIds' });
+  if (isBulk(groupIds, recipients)) {
+    if (type === 'REACTION') errors.push({ field: 'type', message: 'a REACTION is always a direct send: 1–10 recipients and no groupIds' });
+    if (kind.replyTo !== null) errors.push({ field: 'replyTo', message: "quotes a message of one chat: give that chat as the only recipient" });
+  }
   const scheduledAt = checkSchedule(input.scheduledAt, now, errors);
   if (errors.length > 0) {
     const first = errors[0]!;
     throw new AppError('VALIDATION_ERROR', `${first.field} ${first.message}`, errors);
   }
-  return { type, content, mediaUrl, recipients, groupIds, scheduledAt, deviceId: input.deviceId };
+  return { type, content, mediaUrl, ...kind, recipients, groupIds, scheduledAt, deviceId: input.deviceId };
 }
+
+/** More than 10 recipients, or any group: a bulk job. */
+const isBulk = (groupIds: string[], recipients: string[]): boolean => groupIds.length > 0 || recipients.length > DIRECT_SEND_MAX;
+
+/** The message a send refers to (its replyTo, or a REACTION's target), as the network knows it. */
+const messageRefOf = (referenced: Referenced): MessageRef => ({
+  networkMessageId: referenced.network_message_id,
+  fromMe: referenced.direction === 'out',
+  chat: referenced.peer,
+  type: referenced.type,
+  content: referenced.content,
+  kind: store.kindOf(referenced.payload),
+});
 
 export class MessageService {
   private readonly accepts: DirectAccepts;
@@ -145,12 +184,25 @@ export class MessageService {
   async send(accountId: string, input: SendInput, now: Date = new Date()): Promise<SendResponse> {
     const valid = validateSend(input, now);
     const scheduled = valid.scheduledAt !== null && valid.scheduledAt.getTime() > now.getTime();
-    if (valid.groupIds.length === 0 && valid.recipients.length <= DIRECT_SEND_MAX) return this.sendDirect(accountId, valid, scheduled, now);
+    if (!isBulk(valid.groupIds, valid.recipients)) return this.sendDirect(accountId, await this.withReference(accountId, valid), scheduled, now);
     return this.createBulkJob(accountId, valid, scheduled, now);
   }
 
+  /**
+   * A reply or a reaction: the message it refers to must be of the account, in the chat of every
+   * recipient (and on the device asked for, else the send goes out on that message's device).
+   */
+  private async withReference(accountId: string, valid: ValidSend): Promise<ValidSend & { reference: MessageRef | null }> {
+    const [field, id] = valid.payload?.reaction ? ['reaction.messageId', valid.payload.reaction.messageId] : ['replyTo', valid.replyTo];
+    if (id === null || id === undefined) return { ...valid, reference: null };
+    const referenced = await store.getReferenced(this.database, accountId, id);
+    const problem = referenceProblem(referenced, valid.recipients, valid.deviceId, field);
+    if (problem) throw new AppError('VALIDATION_ERROR', `${problem.field} ${problem.message}`, [problem]);
+    return { ...valid, deviceId: referenced!.device_id, reference: messageRefOf(referenced!) };
+  }
+
   /** Accepts a direct send, hands it to its device's owner, and waits (up to sendWaitMs) for the network's answer. */
-  private async sendDirect(accountId: string, valid: ValidSend, scheduled: boolean, now: Date): Promise<SendResponse> {
+  private async sendDirect(accountId: string, valid: ValidSend & { reference: MessageRef | null }, scheduled: boolean, now: Date): Promise<SendResponse> {
     const ids = valid.recipients.map(() => newId('msg'));
     // Listen for the acknowledgements before the messages exist, so none can be missed.
     const ticket = scheduled || this.sendWaitMs === 0 ? undefined : this.acks.expect(ids);
@@ -161,6 +213,9 @@ export class MessageService {
         type: valid.type,
         content: valid.content,
         mediaUrl: valid.mediaUrl,
+        payload: valid.payload,
+        replyTo: valid.replyTo,
+        mentions: valid.mentions,
         status: scheduled ? 'SCHEDULED' : 'QUEUED',
         dueAt: scheduled ? valid.scheduledAt! : now,
         scheduledAt: valid.scheduledAt,
@@ -197,7 +252,7 @@ export class MessageService {
   }
 
   /** Inserted already claimed by the worker in this process: it sends them now; otherwise the device's owner is woken. */
-  private dispatch(accountId: string, valid: ValidSend, ids: string[], accepted: Acceptance): void {
+  private dispatch(accountId: string, valid: ValidSend & { reference: MessageRef | null }, ids: string[], accepted: Acceptance): void {
     const deviceId = accepted.device_id!;
     if (!accepted.taken) return this.dispatcher.wake(deviceId);
     this.dispatcher.handOver(
@@ -210,6 +265,9 @@ export class MessageService {
         type: valid.type,
         content: valid.content,
         mediaUrl: valid.mediaUrl,
+        payload: valid.payload,
+        mentions: valid.mentions,
+        reference: valid.reference,
         networkMessageId: networkMessageIdFor(id),
         attempts: 1,
         priority: 0,
@@ -242,7 +300,8 @@ export class MessageService {
         throw new AppError('VALIDATION_ERROR', `No such group: ${missing.join(', ')}`, fields);
       }
       const deviceId = await chooseDevice(tx, accountId, valid.deviceId);
-      const count = await jobs.insertJob(tx, { ...valid, id: jobId, accountId, deviceId, status });
+      const { replyTo: _, ...job } = valid;
+      const count = await jobs.insertJob(tx, { ...job, id: jobId, accountId, deviceId, status });
       if (count === 0) {
         throw new AppError('VALIDATION_ERROR', 'The groups have no members and no recipients were given: nothing to send', [
           { field: 'groupIds', message: 'the groups are empty' },

@@ -7,7 +7,37 @@
  * reports what happens on the network through `onEvent`; the caller turns those events into
  * state changes.
  */
-export type MessageType = 'TEXT' | 'IMAGE' | 'VIDEO' | 'DOCUMENT';
+import type { ContactCard, Location, MessageType } from '../messaging/message-record.js';
+
+export type { ContactCard, Location, MessageType } from '../messaging/message-record.js';
+
+/** The types whose message is a file (fetched from mediaUrl when sent). */
+export const MEDIA_TYPES = ['IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER'] as const satisfies readonly MessageType[];
+export type MediaType = (typeof MEDIA_TYPES)[number];
+export const isMediaType = (type: MessageType): type is MediaType => (MEDIA_TYPES as readonly MessageType[]).includes(type);
+
+/** What a message of a kind carries beyond its type, content and media, in both directions. */
+export interface KindFields {
+  /** AUDIO: a voice note (push-to-talk). */
+  voice?: boolean | undefined;
+  location?: Location | undefined;
+  contacts?: ContactCard[] | undefined;
+  /** POLL (the content is the question). */
+  poll?: { options: string[]; multiple: boolean } | undefined;
+}
+
+/** A message the network already carries, as a reply quotes it or a reaction points at it. */
+export interface MessageRef {
+  networkMessageId: string;
+  /** Sent by the device (true) or received by it. */
+  fromMe: boolean;
+  /** The chat it is in: the other party's number (or network id). */
+  chat: string;
+  type: MessageType;
+  content: string;
+  /** What its kind carries (a quote shows a location, a poll, a card). */
+  kind?: KindFields | undefined;
+}
 
 export interface OutgoingMedia {
   data: Buffer;
@@ -23,6 +53,13 @@ export interface OutgoingMessage {
   /** Text for TEXT, caption for media. */
   content: string;
   media?: OutgoingMedia | undefined;
+  kind?: KindFields | undefined;
+  /** REACTION: the emoji ("" removes the reaction) on `target`. */
+  reaction?: { target: MessageRef; emoji: string } | undefined;
+  /** The message this one quotes. */
+  replyTo?: MessageRef | undefined;
+  /** Numbers mentioned (E.164 digits). */
+  mentions?: string[] | undefined;
   /** Account that owns the device (the sandbox keeps it for its per-account views). */
   accountId: string;
 }
@@ -64,8 +101,16 @@ export type NetworkEvent =
       content: string;
       mediaUrl?: string | undefined;
       media?: IncomingMedia | undefined;
+      kind?: KindFields | undefined;
+      /** REACTION: the emoji ("" removed) on the message with this network id. */
+      reaction?: { networkMessageId: string; emoji: string } | undefined;
+      /** The network id of the message this one quotes. */
+      replyTo?: string | undefined;
+      mentions?: string[] | undefined;
       at: Date;
     }
+  /** A vote on a poll the device sent: the voter's current choice (no options: the vote was taken back). */
+  | { type: 'poll-vote'; pollNetworkMessageId: string; voter: string; options: string[]; at: Date }
   | { type: 'warning'; code: string; message: string }
   /**
    * The session stopped and will not reconnect by itself (a refused account, an outdated client,

@@ -1,13 +1,18 @@
 /** Fetches a message's media at send time, through the SSRF guard, within the size cap of its type. */
-import type { MessageType, OutgoingMedia } from '../network/network.js';
+import type { MediaType, OutgoingMedia } from '../network/network.js';
 import type { GuardedHttp} from './ssrf.js';
 import { UnsafeUrlError, unsafeCause } from './ssrf.js';
 
-export const MEDIA_LIMITS: Record<Exclude<MessageType, 'TEXT'>, number> = {
+export const MEDIA_LIMITS: Record<MediaType, number> = {
   IMAGE: 5 * 1024 * 1024,
   VIDEO: 16 * 1024 * 1024,
   DOCUMENT: 100 * 1024 * 1024,
+  AUDIO: 16 * 1024 * 1024,
+  STICKER: 1024 * 1024,
 };
+
+/** A WebP file: "RIFF", 4 bytes of length, "WEBP". */
+const isWebp = (data: Buffer): boolean => data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP';
 
 export type MediaResult = { ok: true; media: OutgoingMedia } | { ok: false; permanent: boolean; code: string; message: string };
 
@@ -20,7 +25,7 @@ function fileNameOf(url: URL, contentDisposition: string | null): string | undef
   return last ? decodeURIComponent(last) : undefined;
 }
 
-export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: Exclude<MessageType, 'TEXT'>): Promise<MediaResult> {
+export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: MediaType): Promise<MediaResult> {
   const limit = MEDIA_LIMITS[type];
   try {
     const response = await http.request(rawUrl, { timeoutMs: FETCH_TIMEOUT_MS, allowPrivate: http.allowPrivate });
@@ -48,11 +53,14 @@ export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: Exclud
       chunks.push(Buffer.from(chunk as Uint8Array));
     }
     const url = new URL(rawUrl);
+    const data = Buffer.concat(chunks);
+    // A sticker is a WebP image whatever the server calls it: its bytes say so.
+    if (type === 'STICKER' && !isWebp(data)) return { ok: false, permanent: true, code: 'MEDIA_NOT_WEBP', message: 'A STICKER must be a WebP image' };
     return {
       ok: true,
       media: {
-        data: Buffer.concat(chunks),
-        mimeType: (response.headers.get('content-type') ?? 'application/octet-stream').split(';')[0]!.trim(),
+        data,
+        mimeType: type === 'STICKER' ? 'image/webp' : (response.headers.get('content-type') ?? 'application/octet-stream').split(';')[0]!.trim(),
         fileName: fileNameOf(url, response.headers.get('content-disposition')),
       },
     };

@@ -185,6 +185,9 @@ export const bulkJobs = pgTable(
     type: text('type').notNull(),
     content: text('content').notNull(),
     mediaUrl: text('media_url'),
+    /** What the kind carries beyond type, content and media (as messages.payload), copied into each message. */
+    payload: jsonb('payload'),
+    mentions: text('mentions').array(),
     /** Explicit recipients, until the fan-out has turned them (with group members) into messages. */
     recipients: text('recipients').array(),
     groupIds: text('group_ids').array(),
@@ -249,6 +252,12 @@ export const messages = pgTable(
     receivedAt: ts('received_at'),
     /** Incoming on WhatsApp: the sender's LID (<digits>@lid), beside the number in peer. */
     peerLid: text('peer_lid'),
+    /** What the kind carries beyond type, content and media: {voice} | {location} | {contacts} | {poll} | {reaction: {messageId, emoji}}. */
+    payload: jsonb('payload'),
+    /** The message this one quotes (a message id of the account; null when none or unknown). */
+    replyTo: text('reply_to'),
+    /** Numbers mentioned (E.164 digits). */
+    mentions: text('mentions').array(),
   },
   (t) => [
     index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),
@@ -394,6 +403,8 @@ export const sandboxMessages = pgTable(
     mediaBytes: integer('media_bytes'),
     mediaType: text('media_type'),
     fileName: text('file_name'),
+    /** What the kind carried, as the network got it (replies and reactions by network message id). */
+    payload: jsonb('payload'),
     sendCalls: integer('send_calls').notNull().default(1),
     delivered: smallint('delivered').notNull().default(0),
     read: smallint('read').notNull().default(0),
@@ -417,6 +428,8 @@ export const sandboxIncoming = pgTable('sandbox_incoming', {
   type: text('type').notNull(),
   content: text('content').notNull(),
   mediaUrl: text('media_url'),
+  /** What the kind carries, as the network hands it over (replies and reactions by network message id). */
+  payload: jsonb('payload'),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 

@@ -160,6 +160,17 @@ export class FakeSocket implements WASocketLike {
  */
 export function generatedMessage(content: WAOutgoingContent): Record<string, unknown> {
   if ('text' in content) return { extendedTextMessage: { text: content.text } };
+  // As lib/Utils/messages.js generateWAMessageContent builds them.
+  if ('location' in content) return { locationMessage: content.location };
+  if ('contacts' in content) {
+    const cards = content.contacts.contacts;
+    return cards.length === 1 ? { contactMessage: cards[0] } : { contactsArrayMessage: content.contacts };
+  }
+  if ('poll' in content) {
+    const poll = { name: content.poll.name, selectableOptionsCount: content.poll.selectableCount, options: content.poll.values.map((optionName) => ({ optionName })) };
+    return { messageContextInfo: { messageSecret: Buffer.alloc(32, 5) }, [content.poll.selectableCount === 1 ? 'pollCreationMessageV3' : 'pollCreationMessage']: poll };
+  }
+  if ('react' in content) return { reactionMessage: { ...content.react, senderTimestampMs: 1_700_000_000_000 } };
   const uploaded = {
     url: 'https://mmg.whatsapp.net/v/t62.7118-24/fake.enc',
     directPath: '/v/t62.7118-24/fake.enc',
@@ -171,6 +182,8 @@ export function generatedMessage(content: WAOutgoingContent): Record<string, unk
   };
   if ('image' in content) return { imageMessage: { ...uploaded, fileLength: content.image.length } };
   if ('video' in content) return { videoMessage: { ...uploaded, fileLength: content.video.length } };
+  if ('audio' in content) return { audioMessage: { ...uploaded, ptt: content.ptt, fileLength: content.audio.length } };
+  if ('sticker' in content) return { stickerMessage: { ...uploaded, fileLength: content.sticker.length } };
   return { documentMessage: { ...uploaded, fileName: content.fileName, fileLength: content.document.length } };
 }
 

@@ -4,7 +4,7 @@ import type { IdempotencyService } from '../../messaging/idempotency.js';
 import type { BulkJobService, MessageService } from '../../messaging/send-service.js';
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
-import { errorResponses, IdParams, ListingQuery, successData, successListing } from '../schemas.js';
+import { errorResponses, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
 const MessageStatus = MessageStatusSchema;
@@ -14,9 +14,23 @@ const Phone = Type.String({ minLength: 1, maxLength: 40 });
 
 const SendBody = Type.Object(
   {
-    type: Type.String({ description: 'TEXT, IMAGE, VIDEO or DOCUMENT (any case)', minLength: 1, maxLength: 20 }),
-    content: Type.String({ maxLength: 4096, description: 'Text for TEXT; caption for media (unless caption is given)' }),
-    mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL, fetched when sending; required for media types' })),
+    type: Type.String({
+      description: 'TEXT, IMAGE, VIDEO, DOCUMENT, AUDIO, STICKER, LOCATION, CONTACT, POLL or REACTION (any case)',
+      minLength: 1,
+      maxLength: 20,
+    }),
+    content: Type.Optional(
+      Type.String({
+        maxLength: 4096,
+        description:
+          'Required for TEXT, IMAGE, VIDEO, DOCUMENT. Text for TEXT; caption for IMAGE, VIDEO, DOCUMENT (unless caption is given); the question of a POLL; ' +
+          "a LOCATION's comment; empty or absent for AUDIO, STICKER, CONTACT, REACTION",
+      }),
+    ),
+    mediaUrl: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'http(s) URL, fetched when sending; required for IMAGE, VIDEO, DOCUMENT, AUDIO, STICKER (WebP, at most 1 MB)' }),
+    ),
+    ...KindBodyFields,
     recipients: Type.Optional(Type.Array(Phone, { maxItems: 100_000, description: 'Phone numbers in E.164, as digits' })),
     to: Type.Optional(Type.Union([Phone, Type.Array(Phone, { maxItems: 100_000 })], { description: 'Alias of recipients (the /v1 overview form)' })),
     groupIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000 })),

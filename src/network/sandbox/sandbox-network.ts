@@ -6,9 +6,16 @@
  */
 import type { Bus } from '../../platform/bus.js';
 import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
-import type { PhoneRow, SandboxWorld } from './world.js';
+import type { PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
 
 const POLL_MS = 100;
+
+/** An incoming message's kind fields, replies and reactions, as the network hands them over. */
+function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
+  if (!payload) return {};
+  const { reaction, replyTo, mentions, vote: _, ...kind } = payload;
+  return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
+}
 
 interface PendingSend {
   message: OutgoingMessage;
@@ -204,6 +211,12 @@ export class SandboxNetwork implements Network {
     for (const incoming of await this.world.pendingIncoming(ids)) {
       const session = this.sessions.get(incoming.deviceId);
       if (!session) continue;
+      const vote = incoming.payload?.vote;
+      if (vote) {
+        await session.emit({ type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt });
+        await this.world.ackIncoming(incoming.seq);
+        continue;
+      }
       await session.emit({
         type: 'incoming',
         networkMessageId: incoming.networkMessageId,
@@ -211,6 +224,7 @@ export class SandboxNetwork implements Network {
         messageType: incoming.type,
         content: incoming.content,
         mediaUrl: incoming.mediaUrl ?? undefined,
+        ...incomingKind(incoming.payload),
         at: incoming.createdAt,
       });
       // Acknowledged only once Waygate has stored it.

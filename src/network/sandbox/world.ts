@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../../platform/database.js';
 import type { Bus } from '../../platform/bus.js';
-import type { MessageType, OutgoingMessage, SendResult } from '../network.js';
+import type { KindFields, MessageType, OutgoingMessage, SendResult } from '../network.js';
 import { workBudget } from '../../platform/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
@@ -22,12 +22,35 @@ export interface PhoneRow {
   version: number;
 }
 
+/**
+ * What a message carries beyond type, content and media, as the sandbox network keeps it (in
+ * sandbox_messages and sandbox_incoming): the kind's fields, and replies and reactions by the
+ * network id of the message they refer to.
+ */
+export interface SandboxPayload extends KindFields {
+  reaction?: { networkMessageId: string; emoji: string } | undefined;
+  replyTo?: string | undefined;
+  mentions?: string[] | undefined;
+  /** Not a message: the sender's vote on a poll of the device (sandbox_incoming only). */
+  vote?: { networkMessageId: string; options: string[] } | undefined;
+}
+
+/** The payload the network got with a message (null when it carried nothing beyond type and content). */
+function payloadOf(message: OutgoingMessage): string | null {
+  const payload: SandboxPayload = { ...message.kind };
+  if (message.reaction) payload.reaction = { networkMessageId: message.reaction.target.networkMessageId, emoji: message.reaction.emoji };
+  if (message.replyTo) payload.replyTo = message.replyTo.networkMessageId;
+  if (message.mentions && message.mentions.length > 0) payload.mentions = message.mentions;
+  return Object.keys(payload).length > 0 ? JSON.stringify(payload) : null;
+}
+
 export interface SandboxMessageView {
   networkMessageId: string;
   deviceId: string;
   to: string;
   type: string;
   content: string;
+  payload: SandboxPayload | null;
   mediaBytes: number | null;
   mediaType: string | null;
   fileName: string | null;
@@ -54,6 +77,7 @@ export interface IncomingRow {
   type: MessageType;
   content: string;
   mediaUrl: string | null;
+  payload: SandboxPayload | null;
   createdAt: Date;
 }
 
@@ -179,12 +203,12 @@ export class SandboxWorld {
       name: 'sandbox_accept',
       genericPlan: true,
       text: `INSERT INTO sandbox_messages AS sm
-         (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, deliver_at, read_at)
-       SELECT m.nid, $1, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name,
+         (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, deliver_at, read_at)
+       SELECT m.nid, $1, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE now() + $10 * interval '1 millisecond' END,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
-              AS m(nid, account_id, rcpt, type, content, media_bytes, media_type, file_name)
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[])
+              AS m(nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload)
        ON CONFLICT (device_id, network_message_id) DO UPDATE SET
          send_calls = sm.send_calls + 1,
          deliver_at = COALESCE(sm.deliver_at, CASE WHEN right(sm."to", 4) = '0001' THEN NULL ELSE now() + $10 * interval '1 millisecond' END),
@@ -201,6 +225,7 @@ export class SandboxWorld {
         pick((m) => m.media?.mimeType ?? null),
         pick((m) => m.media?.fileName ?? null),
         this.receiptMs,
+        pick(payloadOf),
       ],
     });
     const calls = new Map(rows.map((row) => [row.network_message_id, row]));
@@ -260,11 +285,12 @@ export class SandboxWorld {
     }
   }
 
-  async addIncoming(input: { deviceId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined }): Promise<string> {
+  async addIncoming(input: { deviceId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; payload?: SandboxPayload | undefined }): Promise<string> {
     const networkMessageId = `SBX${randomBytes(10).toString('hex').toUpperCase()}`;
+    const payload = input.payload && Object.keys(input.payload).length > 0 ? JSON.stringify(input.payload) : null;
     await this.database.query(
-      'INSERT INTO sandbox_incoming (device_id, network_message_id, "from", type, content, media_url) VALUES ($1, $2, $3, $4, $5, $6)',
-      [input.deviceId, networkMessageId, input.from, input.type, input.content, input.mediaUrl ?? null],
+      'INSERT INTO sandbox_incoming (device_id, network_message_id, "from", type, content, media_url, payload) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)',
+      [input.deviceId, networkMessageId, input.from, input.type, input.content, input.mediaUrl ?? null, payload],
     );
     await this.wake(input.deviceId);
     return networkMessageId;
@@ -280,6 +306,7 @@ export class SandboxWorld {
       type: MessageType;
       content: string;
       media_url: string | null;
+      payload: SandboxPayload | null;
       created_at: Date;
     }>('SELECT * FROM sandbox_incoming WHERE device_id = ANY($1::text[]) ORDER BY seq LIMIT $2', [deviceIds, limit]);
     return rows.map((r) => ({
@@ -290,6 +317,7 @@ export class SandboxWorld {
       type: r.type,
       content: r.content,
       mediaUrl: r.media_url,
+      payload: r.payload,
       createdAt: r.created_at,
     }));
   }
@@ -325,6 +353,7 @@ export class SandboxWorld {
         to: r.to as string,
         type: r.type as string,
         content: r.content as string,
+        payload: (r.payload as SandboxPayload | null) ?? null,
         mediaBytes: r.media_bytes as number | null,
         mediaType: r.media_type as string | null,
         fileName: r.file_name as string | null,

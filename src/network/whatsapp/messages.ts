@@ -3,13 +3,39 @@
  * messages, acknowledgement statuses, disconnect reasons and send errors. Pure functions, so
  * they are tested on their own.
  */
-import type { DisconnectReason, IncomingMedia, MessageType, OutgoingMessage, Receipt } from '../network.js';
-import type { BoomLike, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAReceiptUpdate } from './types.js';
+import type { ContactCard, DisconnectReason, IncomingMedia, KindFields, Location, MessageRef, MessageType, OutgoingMessage, Receipt } from '../network.js';
+import type { BoomLike, WAContactCard, WAContextInfo, WALocation, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAPollCreation, WAReceiptUpdate } from './types.js';
 import { WADisconnect, WAStatus } from './types.js';
+import { jidToPhone, normalizeLid, phoneToJid } from './jid.js';
 
-export function outgoingContent(message: OutgoingMessage): WAOutgoingContent {
-  // No link preview: Baileys would fetch URLs in the text itself, outside the SSRF guard.
-  if (message.type === 'TEXT') return { text: message.content, linkPreview: null };
+/** The JID of a chat as Waygate keeps it: a number's digits, or a network id already in JID form. */
+export const chatJid = (chat: string): string => (chat.includes('@') ? chat : phoneToJid(chat));
+
+/** The content Baileys is given for a message, with its mentions; `jid` is the chat it goes to (a reaction's target is in it). */
+export function outgoingContent(message: OutgoingMessage, jid: string): WAOutgoingContent {
+  const content = kindContent(message, jid);
+  return message.mentions && message.mentions.length > 0 ? { ...content, mentions: message.mentions.map(phoneToJid) } : content;
+}
+
+function kindContent(message: OutgoingMessage, jid: string): WAOutgoingContent {
+  const { kind } = message;
+  switch (message.type) {
+    // No link preview: Baileys would fetch URLs in the text itself, outside the SSRF guard.
+    case 'TEXT':
+      return { text: message.content, linkPreview: null };
+    case 'LOCATION':
+      return { location: locationOf(required(kind?.location, message), message.content) };
+    case 'CONTACT':
+      return { contacts: contactsOf(required(kind?.contacts, message)) };
+    case 'POLL': {
+      const poll = required(kind?.poll, message);
+      return { poll: { name: message.content, values: poll.options, selectableCount: poll.multiple ? 0 : 1 } };
+    }
+    case 'REACTION': {
+      const reaction = required(message.reaction, message);
+      return { react: { text: reaction.emoji, key: { remoteJid: jid, fromMe: reaction.target.fromMe, id: reaction.target.networkMessageId } } };
+    }
+  }
   const media = message.media;
   if (!media) throw new Error(`${message.type} message without media`);
   const caption = message.content ? { caption: message.content } : {};
@@ -20,6 +46,84 @@ export function outgoingContent(message: OutgoingMessage): WAOutgoingContent {
       return { video: media.data, mimetype: media.mimeType, ...caption };
     case 'DOCUMENT':
       return { document: media.data, mimetype: media.mimeType, fileName: media.fileName || defaultFileName(media.mimeType), ...caption };
+    case 'AUDIO':
+      return { audio: media.data, mimetype: media.mimeType, ptt: kind?.voice === true };
+    case 'STICKER':
+      return { sticker: media.data, mimetype: 'image/webp' };
+  }
+}
+
+function required<T>(value: T | undefined, message: OutgoingMessage): T {
+  if (value === undefined) throw new Error(`${message.type} message without its ${message.type.toLowerCase()}`);
+  return value;
+}
+
+function locationOf(location: Location, comment: string): WALocation {
+  return {
+    degreesLatitude: location.latitude,
+    degreesLongitude: location.longitude,
+    ...(location.name ? { name: location.name } : {}),
+    ...(location.address ? { address: location.address } : {}),
+    ...(comment ? { comment } : {}),
+  };
+}
+
+/** A vCard 3.0 text value: backslash, comma, semicolon and line breaks escaped. */
+const vcardText = (value: string): string => value.replace(/[\\,;]/g, (c) => `\\${c}`).replace(/\r?\n/g, '\\n');
+
+/** A contact card as WhatsApp shows it: the name and the number, with its WhatsApp id (waid). */
+export function vcardOf(contact: ContactCard): string {
+  const name = vcardText(contact.name);
+  return ['BEGIN:VCARD', 'VERSION:3.0', `FN:${name}`, `N:${name};;;;`, `TEL;type=CELL;type=VOICE;waid=${contact.phoneNumber}:+${contact.phoneNumber}`, 'END:VCARD'].join('\n');
+}
+
+function contactsOf(contacts: ContactCard[]): { displayName: string; contacts: { displayName: string; vcard: string }[] } {
+  return {
+    displayName: contacts.length === 1 ? contacts[0]!.name : `${contacts.length} contacts`,
+    contacts: contacts.map((contact) => ({ displayName: contact.name, vcard: vcardOf(contact) })),
+  };
+}
+
+/**
+ * The message a reply quotes, as Baileys takes it (options.quoted): its key and its content
+ * rebuilt from what Waygate stored of it (text, caption, place, cards, poll; the file itself is
+ * not needed to quote it).
+ */
+export function quotedMessage(ref: MessageRef, jid: string): WAMessage {
+  return { key: { remoteJid: jid, fromMe: ref.fromMe, id: ref.networkMessageId }, message: quotedContent(ref.type, ref.content, ref.kind) };
+}
+
+function quotedContent(type: MessageType, content: string, kind: KindFields | undefined): WAMessageContent {
+  const caption = content ? { caption: content } : {};
+  switch (type) {
+    case 'TEXT':
+      return { conversation: content };
+    case 'IMAGE':
+      return { imageMessage: caption };
+    case 'VIDEO':
+      return { videoMessage: caption };
+    case 'DOCUMENT':
+      return { documentMessage: caption };
+    case 'AUDIO':
+      return { audioMessage: { ptt: kind?.voice === true } };
+    case 'STICKER':
+      return { stickerMessage: {} };
+    case 'LOCATION':
+      return { locationMessage: kind?.location ? locationOf(kind.location, content) : {} };
+    case 'CONTACT': {
+      const cards = contactsOf(kind?.contacts ?? []);
+      return cards.contacts.length === 1 ? { contactMessage: cards.contacts[0] } : { contactsArrayMessage: cards };
+    }
+    case 'POLL':
+      return {
+        [kind?.poll?.multiple ? 'pollCreationMessage' : 'pollCreationMessageV3']: {
+          name: content,
+          options: (kind?.poll?.options ?? []).map((optionName) => ({ optionName })),
+          selectableOptionsCount: kind?.poll?.multiple ? 0 : 1,
+        },
+      };
+    case 'REACTION':
+      return { conversation: content };
   }
 }
 
@@ -72,6 +176,73 @@ export interface ParsedIncoming {
   messageType: MessageType;
   content: string;
   media?: IncomingMedia | undefined;
+  kind?: KindFields | undefined;
+  /** REACTION: the emoji ("" removed) on the message with this id. */
+  reaction?: { networkMessageId: string; emoji: string } | undefined;
+  /** The id of the message it quotes. */
+  replyTo?: string | undefined;
+  /** Who it mentions: numbers, or `<digits>@lid` when WhatsApp gave only that. */
+  mentions?: string[] | undefined;
+}
+
+/** A contact card's number: the vCard's WhatsApp id (waid=), else its first TEL. */
+function contactOf(card: WAContactCard): ContactCard | undefined {
+  const vcard = card.vcard ?? '';
+  const digits = /waid=(\d+)/i.exec(vcard)?.[1] ?? /^TEL[^:]*:([+\d\s()-]+)$/im.exec(vcard)?.[1]?.replace(/\D/g, '');
+  const name = card.displayName || /^FN:(.*)$/m.exec(vcard)?.[1]?.trim() || '';
+  return digits ? { name, phoneNumber: digits } : undefined;
+}
+
+function pollOf(poll: WAPollCreation): ParsedIncoming {
+  const options = (poll.options ?? []).map((o) => o.optionName ?? '');
+  return { messageType: 'POLL', content: poll.name ?? '', kind: { poll: { options, multiple: poll.selectableOptionsCount !== 1 } } };
+}
+
+/** The place of a locationMessage (its comment is the content). */
+function placeOf(location: WALocation): Location {
+  return {
+    latitude: location.degreesLatitude ?? 0,
+    longitude: location.degreesLongitude ?? 0,
+    ...(location.name ? { name: location.name } : {}),
+    ...(location.address ? { address: location.address } : {}),
+  };
+}
+
+/** What a message of the kinds Waygate knows says, without its quote and mentions. */
+function parseKind(content: WAMessageContent): ParsedIncoming | undefined {
+  if (typeof content.conversation === 'string' && content.conversation.length > 0) return { messageType: 'TEXT', content: content.conversation };
+  if (content.extendedTextMessage?.text) return { messageType: 'TEXT', content: content.extendedTextMessage.text };
+  if (content.imageMessage) return { messageType: 'IMAGE', content: content.imageMessage.caption ?? '', media: mediaOf(content.imageMessage, 'image/jpeg') };
+  if (content.videoMessage) return { messageType: 'VIDEO', content: content.videoMessage.caption ?? '', media: mediaOf(content.videoMessage, 'video/mp4') };
+  if (content.documentMessage) {
+    return { messageType: 'DOCUMENT', content: content.documentMessage.caption ?? '', media: mediaOf(content.documentMessage, 'application/octet-stream') };
+  }
+  if (content.audioMessage) {
+    const voice = content.audioMessage.ptt === true ? { kind: { voice: true } } : {};
+    return { messageType: 'AUDIO', content: '', media: mediaOf(content.audioMessage, 'audio/ogg'), ...voice };
+  }
+  if (content.stickerMessage) return { messageType: 'STICKER', content: '', media: mediaOf(content.stickerMessage, 'image/webp') };
+  if (content.locationMessage) return { messageType: 'LOCATION', content: content.locationMessage.comment ?? '', kind: { location: placeOf(content.locationMessage) } };
+  if (content.contactMessage || content.contactsArrayMessage) {
+    const cards = content.contactMessage ? [content.contactMessage] : (content.contactsArrayMessage?.contacts ?? []);
+    return { messageType: 'CONTACT', content: '', kind: { contacts: cards.map(contactOf).filter((c): c is ContactCard => c !== undefined) } };
+  }
+  const poll = content.pollCreationMessage ?? content.pollCreationMessageV2 ?? content.pollCreationMessageV3;
+  if (poll) return pollOf(poll);
+  const reaction = content.reactionMessage;
+  if (reaction?.key?.id) return { messageType: 'REACTION', content: '', reaction: { networkMessageId: reaction.key.id, emoji: reaction.text ?? '' } };
+  return undefined;
+}
+
+/** The contextInfo of the message's content, whichever kind it is. */
+function contextOf(content: WAMessageContent): WAContextInfo | undefined {
+  for (const value of Object.values(content)) {
+    if (value && typeof value === 'object' && 'contextInfo' in value) {
+      const context = (value as { contextInfo?: WAContextInfo | null }).contextInfo;
+      if (context) return context;
+    }
+  }
+  return undefined;
 }
 
 function mediaOf(fields: WAMediaFields, fallbackMime: string): IncomingMedia {
@@ -84,23 +255,21 @@ function mediaOf(fields: WAMediaFields, fallbackMime: string): IncomingMedia {
 }
 
 /**
- * What an incoming message says, in Waygate's types: text, or media metadata with its caption
- * (audio and voice notes count as DOCUMENT, stickers as IMAGE). Undefined for what is not a
- * message to store: reactions, revokes, edits, protocol and key-distribution messages, calls.
+ * What an incoming message says, in Waygate's types: text, media metadata with its caption, a
+ * place, contact cards, a poll or a reaction, with the id of the message it quotes
+ * (contextInfo.stanzaId of a quotedMessage) and who it mentions. Undefined for what is not a
+ * message to store: revokes, edits, poll votes, protocol and key-distribution messages, calls.
  */
 export function parseIncomingContent(message: WAMessage): ParsedIncoming | undefined {
   const content = unwrap(message.message);
   if (!content) return undefined;
-  if (typeof content.conversation === 'string' && content.conversation.length > 0) return { messageType: 'TEXT', content: content.conversation };
-  if (content.extendedTextMessage?.text) return { messageType: 'TEXT', content: content.extendedTextMessage.text };
-  if (content.imageMessage) return { messageType: 'IMAGE', content: content.imageMessage.caption ?? '', media: mediaOf(content.imageMessage, 'image/jpeg') };
-  if (content.videoMessage) return { messageType: 'VIDEO', content: content.videoMessage.caption ?? '', media: mediaOf(content.videoMessage, 'video/mp4') };
-  if (content.documentMessage) {
-    return { messageType: 'DOCUMENT', content: content.documentMessage.caption ?? '', media: mediaOf(content.documentMessage, 'application/octet-stream') };
-  }
-  if (content.audioMessage) return { messageType: 'DOCUMENT', content: '', media: mediaOf(content.audioMessage, 'audio/ogg') };
-  if (content.stickerMessage) return { messageType: 'IMAGE', content: '', media: mediaOf(content.stickerMessage, 'image/webp') };
-  return undefined;
+  const parsed = parseKind(content);
+  if (!parsed || parsed.messageType === 'REACTION') return parsed;
+  const context = contextOf(content);
+  if (context?.quotedMessage && context.stanzaId) parsed.replyTo = context.stanzaId;
+  const mentions = (context?.mentionedJid ?? []).map((jid) => jidToPhone(jid) ?? normalizeLid(jid)).filter((m): m is string => m !== undefined);
+  if (mentions.length > 0) parsed.mentions = mentions;
+  return parsed;
 }
 
 /** messages.update status → a receipt (DELIVERY_ACK → DELIVERED, READ/PLAYED → READ); other statuses are not receipts. */

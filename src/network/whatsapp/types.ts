@@ -37,6 +37,14 @@ export interface WAMessageKey {
   addressingMode?: string | null;
 }
 
+/** proto.IContextInfo: what a message quotes and mentions. */
+export interface WAContextInfo {
+  stanzaId?: string | null;
+  participant?: string | null;
+  quotedMessage?: WAMessageContent | null;
+  mentionedJid?: string[] | null;
+}
+
 export interface WAMediaFields {
   mimetype?: string | null;
   fileName?: string | null;
@@ -44,23 +52,39 @@ export interface WAMediaFields {
   seconds?: number | null;
   caption?: string | null;
   url?: string | null;
+  contextInfo?: WAContextInfo | null;
+}
+
+/** proto.Message.IPollCreationMessage */
+export interface WAPollCreation {
+  name?: string | null;
+  options?: { optionName?: string | null }[] | null;
+  selectableOptionsCount?: number | null;
+  contextInfo?: WAContextInfo | null;
 }
 
 export interface WAMessageContent {
   conversation?: string | null;
-  extendedTextMessage?: { text?: string | null } | null;
+  extendedTextMessage?: { text?: string | null; contextInfo?: WAContextInfo | null } | null;
   imageMessage?: WAMediaFields | null;
   videoMessage?: WAMediaFields | null;
   documentMessage?: WAMediaFields | null;
-  audioMessage?: WAMediaFields | null;
+  audioMessage?: (WAMediaFields & { ptt?: boolean | null }) | null;
   stickerMessage?: WAMediaFields | null;
+  locationMessage?: (WALocation & { contextInfo?: WAContextInfo | null }) | null;
+  contactMessage?: (WAContactCard & { contextInfo?: WAContextInfo | null }) | null;
+  contactsArrayMessage?: { displayName?: string | null; contacts?: WAContactCard[] | null; contextInfo?: WAContextInfo | null } | null;
+  pollCreationMessage?: WAPollCreation | null;
+  pollCreationMessageV2?: WAPollCreation | null;
+  pollCreationMessageV3?: WAPollCreation | null;
   documentWithCaptionMessage?: { message?: WAMessageContent | null } | null;
   ephemeralMessage?: { message?: WAMessageContent | null } | null;
   viewOnceMessage?: { message?: WAMessageContent | null } | null;
   viewOnceMessageV2?: { message?: WAMessageContent | null } | null;
   viewOnceMessageV2Extension?: { message?: WAMessageContent | null } | null;
   protocolMessage?: unknown;
-  reactionMessage?: unknown;
+  /** proto.Message.IReactionMessage */
+  reactionMessage?: { key?: WAMessageKey | null; text?: string | null; senderTimestampMs?: number | { toNumber(): number } | null } | null;
   senderKeyDistributionMessage?: unknown;
   [other: string]: unknown;
 }
@@ -149,15 +173,44 @@ export interface WAWebSocketLike {
   off(event: 'CB:ack,class:message', listener: (node: WABinaryNode) => void): void;
 }
 
-export type WAOutgoingContent =
+/** proto.Message.ILocationMessage (the fields Waygate sets and reads). */
+export interface WALocation {
+  degreesLatitude?: number | null;
+  degreesLongitude?: number | null;
+  name?: string | null;
+  address?: string | null;
+  comment?: string | null;
+}
+
+/** proto.Message.IContactMessage */
+export interface WAContactCard {
+  displayName?: string | null;
+  vcard?: string | null;
+}
+
+/** The content of a message (AnyMessageContent), of the kinds Waygate sends. */
+export type WAOutgoingContent = (
   /** linkPreview null: Baileys does not fetch URLs found in the text (that fetch would bypass the SSRF guard). */
   | { text: string; linkPreview: null }
   | { image: Buffer; caption?: string; mimetype?: string }
   | { video: Buffer; caption?: string; mimetype?: string }
-  | { document: Buffer; mimetype: string; fileName?: string; caption?: string };
+  | { document: Buffer; mimetype: string; fileName?: string; caption?: string }
+  | { audio: Buffer; mimetype: string; ptt: boolean }
+  | { sticker: Buffer; mimetype: string }
+  | { location: WALocation }
+  | { contacts: { displayName: string; contacts: WAContactCard[] } }
+  /** selectableCount 0: any number of options; 1: one (Baileys sends pollCreationMessageV3). */
+  | { poll: { name: string; values: string[]; selectableCount: number } }
+  | { react: { text: string; key: WAMessageKey } }
+) & {
+  /** JIDs mentioned (Baileys puts them in the message's contextInfo.mentionedJid). */
+  mentions?: string[];
+};
 
 export interface WASendOptions {
   messageId: string;
+  /** The message this one quotes (its key and content; Baileys builds contextInfo.quotedMessage from it). */
+  quoted?: WAMessage;
   /** Baileys applies it to the media upload's request. */
   mediaUploadTimeoutMs?: number;
 }

@@ -42,6 +42,7 @@ import {
   classifyDisconnect,
   classifySendError,
   outgoingContent,
+  quotedMessage,
   parseIncomingContent,
   receiptStatus,
   receiptsFromUserReceipt,
@@ -541,12 +542,6 @@ export class WhatsAppSession implements NetworkSession {
     if (this.closed || !socket || this.socketState !== 'open') {
       return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
     }
-    let content;
-    try {
-      content = outgoingContent(message);
-    } catch (error) {
-      return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
-    }
     let jid: string | null;
     try {
       jid = await this.resolveJid(socket, message.to);
@@ -554,6 +549,13 @@ export class WhatsAppSession implements NetworkSession {
       return this.failed(classifySendError(error));
     }
     if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
+    let content;
+    try {
+      content = outgoingContent(message, jid);
+    } catch (error) {
+      return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
+    }
+    const quoted = message.replyTo ? { quoted: quotedMessage(message.replyTo, jid) } : {};
 
     const id = message.networkMessageId;
     const { acked, startClock } = this.ackWaiter(id);
@@ -561,7 +563,7 @@ export class WhatsAppSession implements NetworkSession {
     let sent: WAMessage | undefined;
     try {
       // Waygate's id (WhatsApp Web's shape, derived from the message id): a resend after a crash carries the same one.
-      sent = await withTimeout(socket.sendMessage(jid, content, { messageId: id, mediaUploadTimeoutMs: uploadTimeoutMs }), uploadTimeoutMs + this.options.config.connectTimeoutMs, () =>
+      sent = await withTimeout(socket.sendMessage(jid, content, { messageId: id, mediaUploadTimeoutMs: uploadTimeoutMs, ...quoted }), uploadTimeoutMs + this.options.config.connectTimeoutMs, () =>
         Object.assign(new Error(`Uploading and handing over the message took longer than ${uploadTimeoutMs} ms`), { uploadTimeout: true }),
       );
     } catch (error) {
@@ -692,7 +694,7 @@ export class WhatsAppSession implements NetworkSession {
     if (!key.id || key.fromMe || !isPersonJid(key.remoteJid)) return;
     const parsed = parseIncomingContent(message);
     if (!parsed) {
-      this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (reaction, protocol message, ...) ignored');
+      this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (poll vote, edit, protocol message, ...) ignored');
       return;
     }
     const { phone, lid } = await this.senderOf(key);
@@ -707,6 +709,10 @@ export class WhatsAppSession implements NetworkSession {
       messageType: parsed.messageType,
       content: parsed.content,
       media: parsed.media,
+      kind: parsed.kind,
+      reaction: parsed.reaction,
+      replyTo: parsed.replyTo,
+      mentions: parsed.mentions,
       at: timestampOf(message.messageTimestamp),
     });
   }
