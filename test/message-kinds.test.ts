@@ -108,6 +108,19 @@ const expected: Record<string, Partial<MessageBody>> = {
   },
 };
 
+
+/** Waits until the account's event log holds exactly `count` events of `type`; returns them. */
+function eventsOfType(tenant: Tenant, type: string, count: number): Promise<{ type: string; data: Record<string, unknown> }[]> {
+  return waitFor(
+    async () => {
+      const events = expectOk<{ data: { type: string; data: Record<string, unknown> }[] }>(await call(ctx, tenant, 'GET', `/events?type=${type}&limit=10`)).data;
+      return events.length === count && events;
+    },
+    5_000,
+    `${count} ${type} events`,
+  );
+}
+
 describe('sending each kind', () => {
   it('direct: every type is SENT with its fields on the record, and the network gets them', async () => {
     const tenant = await createTenant(ctx);
@@ -319,14 +332,7 @@ describe('reactions and poll votes from the other side (events)', () => {
     for (const emoji of ['😂', '']) {
       expectOk(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from, type: 'REACTION', content: '', reaction: { messageId: ours.id, emoji } }), 202);
     }
-    const reactions = await waitFor(
-      async () => {
-        const events = expectOk<{ data: { type: string; data: Record<string, unknown> }[] }>(await call(ctx, tenant, 'GET', '/events?type=message.reaction&limit=10')).data;
-        return events.length === 2 && events;
-      },
-      5_000,
-      'two message.reaction events',
-    );
+    const reactions = await eventsOfType(tenant, 'message.reaction', 2);
     const stored = (await listMessages(ctx, tenant, 'direction=in&limit=10')).data;
     expect(reactions.map((e) => e.data)).toEqual(
       ['😂', ''].map((emoji) => ({
@@ -353,14 +359,7 @@ describe('reactions and poll votes from the other side (events)', () => {
     expectOk(await vote(ani, single.id, ['Noodles']), 202);
     expectOk(await vote(budi, multi.id, ['Egg', 'Tofu']), 202);
 
-    const votes = await waitFor(
-      async () => {
-        const events = expectOk<{ data: { type: string; data: Record<string, unknown> }[] }>(await call(ctx, tenant, 'GET', '/events?type=poll.vote&limit=10')).data;
-        return events.length === 3 && events;
-      },
-      5_000,
-      'three poll.vote events',
-    );
+    const votes = await eventsOfType(tenant, 'poll.vote', 3);
     expect(votes.map((e) => e.data)).toEqual([
       { messageId: single.id, voter: ani, options: ['Rice'] },
       { messageId: single.id, voter: ani, options: ['Noodles'] },
