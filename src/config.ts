@@ -23,6 +23,8 @@ export interface Config {
   sendWaitMs: number;
   bulkDelayMs: { min: number; max: number };
   leaseMs: number;
+  /** The most devices one worker holds, whatever its share (MAX_DEVICES_PER_WORKER). */
+  maxDevicesPerWorker: number;
   sandboxReceiptMs: number;
   /** How long a sandbox QR code stays valid; a new one is shown before it expires. */
   sandboxQrMs: number;
@@ -240,6 +242,7 @@ export function loadConfig(env: Env = process.env): Config {
     sendWaitMs: int('SEND_WAIT_MS', 10_000, 0, 120_000),
     bulkDelayMs,
     leaseMs: int('LEASE_MS', 15_000, 1_000, 600_000),
+    maxDevicesPerWorker: int('MAX_DEVICES_PER_WORKER', 2_000, 1, 100_000),
     sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
     sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
     sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),

@@ -278,6 +278,30 @@ export class DeviceStore {
     return rows.map((r) => ({ id: r.id, accountId: r.account_id, phoneNumber: r.phone_number, status: r.status }));
   }
 
+  /**
+   * Renews this worker's heartbeat and answers its fair share of the active devices: the ceiling
+   * of devices / live workers (itself included), so N workers hold close to 1/N each.
+   */
+  async heartbeat(workerId: string, leaseMs: number): Promise<{ workers: number; devices: number; share: number }> {
+    const [row] = await this.database.query<{ workers: number; devices: number }>(
+      `WITH beat AS (
+         INSERT INTO workers (id, expires_at) VALUES ($1, now() + $2 * interval '1 millisecond')
+         ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING id)
+       SELECT 1 + (SELECT count(*) FROM workers WHERE expires_at > now() AND id <> $1)::int AS workers,
+              (SELECT count(*) FROM devices WHERE ${ACTIVE})::int AS devices,
+              (SELECT count(*) FROM beat)::int AS beat`,
+      [workerId, leaseMs],
+    );
+    const workers = row?.workers ?? 1;
+    const devices = row?.devices ?? 0;
+    return { workers, devices, share: Math.ceil(devices / workers) };
+  }
+
+  /** A worker that stops leaves the count at once (and heartbeats dead for an hour are dropped). */
+  async leaveWorkers(workerId: string): Promise<void> {
+    await this.database.query(`DELETE FROM workers WHERE id = $1 OR expires_at < now() - interval '1 hour'`, [workerId]);
+  }
+
   /** Renews the leases the worker still holds on active devices; returns their ids. */
   async renewLeases(workerId: string, leaseMs: number, ids: string[]): Promise<Set<string>> {
     const kept = await this.database.query<{ id: string }>(

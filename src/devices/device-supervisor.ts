@@ -21,7 +21,8 @@ import { MessageQueue } from '../messaging/message-queue.js';
 import type { ClaimedMessage } from '../messaging/message-store.js';
 import { wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
 
-const MAX_DEVICES_PER_WORKER = 500;
+/** Sessions opened at once when a round takes many devices (a worker joining, or taking over a dead one's). */
+const OPEN_CONCURRENCY = 16;
 const CANCEL_MEMORY_MS = 10 * 60_000;
 
 export function newWorkerId(): string {
@@ -121,17 +122,49 @@ export class DeviceSupervisor implements DirectSendHost {
     return Math.max(0, this.roundEveryMs - (Date.now() - startedAt));
   }
 
+  /**
+   * Renews what this worker holds, then moves it toward its fair share (devices / live workers,
+   * capped by MAX_DEVICES_PER_WORKER): takes free or expired leases up to it, or, holding more
+   * than a tenth beyond it, gives the surplus back and wakes the other workers to take it. A
+   * worker that joins thereby gets its share within one round of the others; one that dies stops
+   * counting when its heartbeat lapses, as its leases do (LEASE_MS).
+   */
   private async leaseRound(signal: AbortSignal): Promise<void> {
     const startedAt = Date.now();
     const leaseMs = this.config.leaseMs;
     await this.renewLeases(leaseMs);
     this.leaseValidUntil = startedAt + leaseMs - Math.min(2_000, leaseMs / 5);
-    if (signal.aborted || this.runners.size >= MAX_DEVICES_PER_WORKER) return;
-    const acquired = await this.devices.acquireLeases(this.workerId, leaseMs, MAX_DEVICES_PER_WORKER - this.runners.size);
-    for (const device of acquired) {
-      if (signal.aborted) break;
-      await this.startRunner(device);
+    const { share } = await this.devices.heartbeat(this.workerId, leaseMs);
+    const target = Math.min(this.config.maxDevicesPerWorker, share);
+    if (signal.aborted) return;
+    if (this.runners.size > target + Math.max(1, Math.floor(target / 10))) {
+      await this.giveBack(this.runners.size - target);
+      return;
     }
+    if (this.runners.size >= target) return;
+    const acquired = await this.devices.acquireLeases(this.workerId, leaseMs, target - this.runners.size);
+    const pending = [...acquired];
+    const opener = async (): Promise<void> => {
+      while (pending.length > 0 && !signal.aborted) await this.startRunner(pending.shift()!);
+    };
+    await Promise.all(Array.from({ length: Math.min(OPEN_CONCURRENCY, pending.length) }, opener));
+    // Leases taken but not opened because the worker is stopping go back at once.
+    for (const device of pending) await this.devices.releaseLease(device.id, this.workerId);
+  }
+
+  /** Closes `count` sessions (the latest opened) and frees their leases for a worker below its share. */
+  private async giveBack(count: number): Promise<void> {
+    const ids = this.ownedDevices.slice(-count);
+    this.log.info({ devices: ids.length, holding: this.runners.size }, 'giving devices back to balance the workers');
+    for (let i = 0; i < ids.length; i += OPEN_CONCURRENCY) {
+      await Promise.all(
+        ids.slice(i, i + OPEN_CONCURRENCY).map(async (id) => {
+          await this.stopRunner(id, false);
+          await this.devices.releaseLease(id, this.workerId);
+        }),
+      );
+    }
+    await this.bus.publish('waygate_devices', 'new');
   }
 
   /** Renews what this worker holds; what it no longer holds (or what was removed) stops here. */
@@ -199,5 +232,6 @@ export class DeviceSupervisor implements DirectSendHost {
     const ids = this.ownedDevices;
     await Promise.all(ids.map((id) => this.stopRunner(id, false)));
     if (ids.length > 0) await this.devices.releaseAllLeases(this.workerId);
+    await this.devices.leaveWorkers(this.workerId);
   }
 }

@@ -170,6 +170,13 @@ export const devices = pgTable(
   (t) => [index('devices_account_idx').on(t.accountId, t.createdAt), index('devices_lease_idx').on(t.leaseExpiresAt)],
 );
 
+/** Live workers (heartbeats of the lease rounds): how many share the devices. */
+export const workers = pgTable('workers', {
+  id: text('id').primaryKey(),
+  /** Renewed every lease round; a worker whose heartbeat is past is not counted. */
+  expiresAt: ts('expires_at').notNull(),
+});
+
 export const bulkJobs = pgTable(
   'bulk_jobs',
   {
