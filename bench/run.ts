@@ -35,6 +35,10 @@ const BENCHMARKS: Record<string, Benchmark> = {
     description: 'direct sends against a bare INSERT route, 1,000 scheduled messages, a 100,000-recipient bulk job (rate, RSS)',
     load: () => import('./messaging.js'),
   },
+  scale: {
+    description: 'many numbers: 1,000 sandbox devices across 2 worker processes (split, takeover, rejoin), RSS per device, paced bulk lateness',
+    load: () => import('./scale.js'),
+  },
   starvation: {
     description: 'on the embedded database: /healthz under a 100,000-delivery refused backlog, API p99 during a 30,000 job, fresh events beside 50,000 retries',
     load: () => import('./starvation.js'),
