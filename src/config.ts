@@ -25,6 +25,10 @@ export interface Config {
   leaseMs: number;
   /** The most devices one worker holds, whatever its share (MAX_DEVICES_PER_WORKER). */
   maxDevicesPerWorker: number;
+  /** Days events (with their deliveries) are kept: GET /events promises this window (EVENT_RETENTION_DAYS). */
+  eventRetentionDays: number;
+  /** Days webhook delivery attempts are kept (WEBHOOK_ATTEMPT_RETENTION_DAYS). */
+  attemptRetentionDays: number;
   sandboxReceiptMs: number;
   /** How long a sandbox QR code stays valid; a new one is shown before it expires. */
   sandboxQrMs: number;
@@ -243,6 +247,8 @@ export function loadConfig(env: Env = process.env): Config {
     bulkDelayMs,
     leaseMs: int('LEASE_MS', 15_000, 1_000, 600_000),
     maxDevicesPerWorker: int('MAX_DEVICES_PER_WORKER', 2_000, 1, 100_000),
+    eventRetentionDays: int('EVENT_RETENTION_DAYS', 31, 1, 3_650),
+    attemptRetentionDays: int('WEBHOOK_ATTEMPT_RETENTION_DAYS', 31, 1, 3_650),
     sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
     sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
     sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),

@@ -6,18 +6,13 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Bus } from './platform/bus.js';
 import type { Database } from './platform/database.js';
-import { IdempotencyService } from './messaging/idempotency.js';
 import { createNetwork } from './network/create-network.js';
 import type { Network } from './network/network.js';
 import { GuardedHttp } from './outbound/ssrf.js';
 import { BulkFanout } from './messaging/bulk-fanout.js';
 import { DeviceSupervisor } from './devices/device-supervisor.js';
 import { WebhookDelivery } from './events/webhook-delivery.js';
-import { deleteExpiredEvents } from './events/event-store.js';
-
-const HOUSEKEEPING_MS = 10 * 60_000;
-/** GET /events promises at least 30 days. */
-const EVENT_RETENTION_DAYS = 31;
+import { Housekeeping } from './housekeeping.js';
 
 export class WorkerRuntime {
   private network: Network | undefined;
@@ -25,7 +20,7 @@ export class WorkerRuntime {
   supervisor: DeviceSupervisor | undefined;
   private fanout: BulkFanout | undefined;
   private webhooks: WebhookDelivery | undefined;
-  private housekeeping: NodeJS.Timeout | undefined;
+  private housekeeping: Housekeeping | undefined;
 
   constructor(
     private readonly config: Config,
@@ -47,22 +42,13 @@ export class WorkerRuntime {
     this.supervisor.start();
     this.fanout.start();
     this.webhooks.start();
-    const idempotency = new IdempotencyService(this.database);
-    this.housekeeping = setInterval(() => {
-      void this.housekeep(idempotency).catch((error: unknown) => this.log.warn({ err: error }, 'housekeeping failed'));
-    }, HOUSEKEEPING_MS);
-    this.housekeeping.unref();
+    this.housekeeping = new Housekeeping(this.database, this.config, this.log);
+    this.housekeeping.start();
     this.log.info({ workerId: this.supervisor.workerId, network: this.network.kind }, 'worker started');
   }
 
-  /** Expired idempotency keys; events (with their deliveries and attempts) past the 30 days they are kept. */
-  private async housekeep(idempotency: IdempotencyService): Promise<void> {
-    await idempotency.purgeExpired();
-    await deleteExpiredEvents(this.database, EVENT_RETENTION_DAYS);
-  }
-
   async stop(): Promise<void> {
-    if (this.housekeeping) clearInterval(this.housekeeping);
+    await this.housekeeping?.stop();
     await this.fanout?.stop();
     await this.supervisor?.stop();
     await this.webhooks?.stop();

@@ -116,15 +116,20 @@ export async function lastEventSeq(db: Queryable, accountId: string): Promise<nu
 }
 
 /**
- * Deletes up to `batch` events older than `retentionDays` (their deliveries and attempts go with
- * them, by cascade); how many. Bounded, so one housekeeping turn never holds locks for long.
+ * Deletes about `batch` events older than `retentionDays` (their deliveries and attempts go with
+ * them, by cascade); how many. What goes of an account's sequence is always a prefix: every
+ * event up to the highest seq found expired, so the events kept stay gap-free even where two
+ * transactions took their seqs in the other order than their timestamps. Test events (no seq)
+ * go by age alone.
  */
-export async function deleteExpiredEvents(db: Queryable, retentionDays: number, batch = 10_000): Promise<number> {
+export async function deleteExpiredEvents(db: Queryable, retentionDays: number, batch: number): Promise<number> {
   const [row] = await db.query<{ n: number }>(
-    `WITH gone AS (
-       DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE created_at < now() - $1::int * interval '1 day' LIMIT $2)
-       RETURNING 1)
-     SELECT count(*)::int AS n FROM gone`,
+    `WITH expired AS (
+       SELECT ctid, account_id, seq FROM events WHERE created_at < now() - $1::int * interval '1 day' LIMIT $2),
+     upto AS (SELECT account_id, max(seq) AS seq FROM expired WHERE seq IS NOT NULL GROUP BY account_id),
+     tests AS (DELETE FROM events WHERE ctid IN (SELECT ctid FROM expired WHERE seq IS NULL) RETURNING 1),
+     sequenced AS (DELETE FROM events e USING upto u WHERE e.account_id = u.account_id AND e.seq <= u.seq RETURNING 1)
+     SELECT (SELECT count(*) FROM tests)::int + (SELECT count(*) FROM sequenced)::int AS n`,
     [retentionDays, batch],
   );
   return row?.n ?? 0;
@@ -133,7 +138,7 @@ export async function deleteExpiredEvents(db: Queryable, retentionDays: number, 
 export class EventService {
   constructor(private readonly database: Database) {}
 
-  /** Events after `after` (a seq), oldest first, so a consumer can backfill a gap. Kept at least 30 days. */
+  /** Events after `after` (a seq), oldest first, so a consumer can backfill a gap. Kept EVENT_RETENTION_DAYS. */
   async list(accountId: string, options: { after: number; limit: number; type?: EventType | undefined }): Promise<{ data: EventRecord[]; lastSeq: number }> {
     const limit = Math.min(Math.max(options.limit, 1), 1000);
     const data = await listEventsAfter(this.database, accountId, options.after, limit, options.type);

@@ -243,6 +243,23 @@ export function deliveryListing(accountId: string, endpointId: string, status?: 
   };
 }
 
+/**
+ * Deletes up to `batch` delivery attempts older than `retentionDays` (the delivery keeps its
+ * status and counts); how many. Attempt ids grow with time, so the oldest are found first along
+ * the primary key.
+ */
+export async function deleteExpiredAttempts(db: Queryable, retentionDays: number, batch: number): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM webhook_attempts WHERE id IN (
+         SELECT id FROM webhook_attempts WHERE attempted_at < now() - $1::int * interval '1 day' ORDER BY id LIMIT $2)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [retentionDays, batch],
+  );
+  return row?.n ?? 0;
+}
+
 /** Up to `perDelivery` newest attempts of each delivery, newest first. */
 export async function latestAttempts(db: Queryable, deliveryIds: string[], perDelivery: number): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];

@@ -16,11 +16,13 @@ export interface WorkBudget {
    * job fanned out in part before an upgrade still finds each chunk whole or absent.
    */
   fanoutChunk: number;
+  /** Rows per retention statement (expired events, attempts), each followed by a pause. */
+  pruneBatch: number;
 }
 
 const BUDGETS: Record<Database['kind'], WorkBudget> = {
-  postgres: { dispatchBatch: 1_000, receiptBatch: 5_000, fanoutChunk: 10_000 },
-  pglite: { dispatchBatch: 200, receiptBatch: 500, fanoutChunk: 2_000 },
+  postgres: { dispatchBatch: 1_000, receiptBatch: 5_000, fanoutChunk: 10_000, pruneBatch: 2_000 },
+  pglite: { dispatchBatch: 200, receiptBatch: 500, fanoutChunk: 2_000, pruneBatch: 200 },
 };
 
 export function workBudget(database: Pick<Database, 'kind'>): WorkBudget {

@@ -19,7 +19,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<{ events: EventService }> = 
       config: { scope: 'events:read' },
       schema: {
         tags: ['events'],
-        summary: 'Events after a seq, oldest first (kept at least 30 days): detect a gap in the webhooks you received and backfill it',
+        summary: 'Events after a seq, oldest first (kept EVENT_RETENTION_DAYS, 31 by default): detect a gap in the webhooks you received and backfill it',
         querystring: Type.Object(
           {
             after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Return events with seq greater than this' })),

@@ -1,0 +1,58 @@
+/**
+ * What the worker role prunes, and when: expired idempotency keys, events past
+ * EVENT_RETENTION_DAYS (with their deliveries) and delivery attempts past
+ * WEBHOOK_ATTEMPT_RETENTION_DAYS. Each statement takes one bounded batch (work-budget.ts) and the
+ * loop pauses between batches, so a large backlog of expired rows is worked off in small pieces
+ * beside live traffic, never in one long statement. Several workers may prune at once: each
+ * batch is a statement of its own, and a row deleted twice is simply not found.
+ */
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Database } from './platform/database.js';
+import { WakeLoop } from './platform/wake-loop.js';
+import { workBudget } from './platform/work-budget.js';
+import { deleteExpiredEvents } from './events/event-store.js';
+import { deleteExpiredAttempts } from './events/webhook-store.js';
+import { IdempotencyService } from './messaging/idempotency.js';
+
+/** How often the worker looks for expired rows when the last look found none to spare. */
+const IDLE_MS = 10 * 60_000;
+/** The pause after a full batch: the database's time goes to traffic between batches. */
+const BETWEEN_BATCHES_MS = 100;
+
+export class Housekeeping {
+  private readonly loop: WakeLoop;
+  private readonly idempotency: IdempotencyService;
+  private readonly batch: number;
+
+  constructor(
+    private readonly database: Database,
+    private readonly config: Pick<Config, 'eventRetentionDays' | 'attemptRetentionDays'>,
+    log: Logger,
+  ) {
+    this.idempotency = new IdempotencyService(database);
+    this.batch = workBudget(database).pruneBatch;
+    this.loop = new WakeLoop(() => this.turn(), { name: 'housekeeping', log, errorBackoffMs: 60_000 });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** One batch of each kind; how many rows went. Exposed for tests. */
+  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number }> {
+    const idempotencyKeys = await this.idempotency.purgeExpired();
+    const events = await deleteExpiredEvents(this.database, this.config.eventRetentionDays, this.batch);
+    const attempts = await deleteExpiredAttempts(this.database, this.config.attemptRetentionDays, this.batch);
+    return { events, attempts, idempotencyKeys };
+  }
+
+  private async turn(): Promise<number> {
+    const pruned = await this.pruneOnce();
+    return pruned.events >= this.batch || pruned.attempts >= this.batch ? BETWEEN_BATCHES_MS : IDLE_MS;
+  }
+}
