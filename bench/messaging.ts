@@ -14,11 +14,10 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Fastify from 'fastify';
-import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/platform/database.js';
 import { startServer } from '../src/server.js';
+import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
@@ -60,27 +59,7 @@ export async function startMessagingServers(input: ServersInput): Promise<Starte
     SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000',
   });
   const server = await startServer(config, 'all');
-  let bare: { address: string; close(): Promise<void> } | null = null;
-  if (input.withBare) {
-    const pool = new pg.Pool({ connectionString: input.databaseUrl, max: server.database.pool!.options.max, application_name: 'waygate-bench-bare' });
-    pool.on('error', () => undefined);
-    await pool.query('CREATE TABLE IF NOT EXISTS bench_bare_messages (id bigserial PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
-    const app = Fastify({ logger: false });
-    app.post('/messages/send', async (request) => {
-      const { rows } = await pool.query<{ id: string; created_at: Date }>('INSERT INTO bench_bare_messages (body) VALUES ($1) RETURNING id, created_at', [
-        JSON.stringify(request.body),
-      ]);
-      return { success: true, message: { id: String(rows[0]!.id), status: 'SENT', sentAt: rows[0]!.created_at }, async: false };
-    });
-    const address = await app.listen({ host: '127.0.0.1', port: 0 });
-    bare = {
-      address,
-      async close() {
-        await app.close();
-        await pool.end();
-      },
-    };
-  }
+  const bare = input.withBare ? await startBareRoute(input.databaseUrl, server.database.pool!.options.max) : null;
   return {
     info: { waygate: server.address!, bare: bare?.address ?? null },
     async close() {

@@ -11,15 +11,20 @@
  *   (c) every device sends PACED_PER_DEVICE bulk messages at once, paced by BULK_DELAY_MS
  *       (fixed, PACE_MS): every message SENT once (the sandbox counts what it received), and the
  *       pacing lateness (the gap between a device's consecutive sends beyond PACE_MS) p99 ≤ 250 ms.
+ *   (d) first, with two devices (one per worker): direct sends, 1 recipient, through both api
+ *       processes at once (25 connections each), against the bare INSERT route (bare-route.ts,
+ *       a process of its own, a pool of 20) in the same run: ≥ 35%.
  *
  * Not measured here yet (issue 18 asks for them in this benchmark): memory per fake-socket
- * WhatsApp session, direct sends through 2 api + 2 worker processes against the bare route, and
- * listings and pruning at 10,000,000 messages.
+ * WhatsApp session, and listings and pruning at 10,000,000 messages.
  */
 import fs from 'node:fs';
 import pg from 'pg';
 import { createCluster, until, type Cluster, type Proc } from '../test/fault/cluster.js';
+import { fileURLToPath } from 'node:url';
 import { percentile } from './lib/load.js';
+import { runPostLoad } from './lib/post-load.js';
+import { startServerProcess } from './lib/server-process.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
@@ -31,6 +36,8 @@ const PACE_MS = 1_000;
 const TARGET_LATENESS_MS = 250;
 const TARGET_MB_PER_DEVICE = 0.5;
 const LINK_CONCURRENCY = 16;
+const TARGET_CLUSTER_RATIO = 0.35;
+const BARE_ROUTE = fileURLToPath(new URL('./lib/bare-route.ts', import.meta.url));
 
 const rssMb = (pid: number): number => {
   const kb = Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
@@ -50,7 +57,7 @@ async function inBatches<T>(items: readonly T[], limit: number, work: (item: T, 
   );
 }
 
-export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome> {
+export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const base = new URL(benchDatabaseUrl());
   base.pathname = '/test';
   const cluster: Cluster = await createCluster(base.toString(), 'waygate_bench_scale', {
@@ -73,14 +80,10 @@ export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome>
   const balanced = (counts: number[]): boolean => counts.every((n) => n >= 0.4 * DEVICES && n <= 0.6 * DEVICES);
 
   try {
-    const api = await cluster.start('api', 'api');
+    const [api, api2] = await Promise.all([cluster.start('api-1', 'api'), cluster.start('api-2', 'api')]);
     const workers = await Promise.all([cluster.start('worker-1', 'worker'), cluster.start('worker-2', 'worker')]);
-    const idleRss = workers.map((w) => rssMb(w.child.pid!));
-
-    // (a) link every device through the API, as a user would: add it, scan its QR code.
-    const linkStarted = Date.now();
     const ids: string[] = new Array<string>(DEVICES);
-    await inBatches(ids, LINK_CONCURRENCY, async (_, i) => {
+    const link = async (i: number): Promise<void> => {
       const created = await cluster.api<{ data: { id: string }; qr: { code: string } | null }>(api, 'POST', '/devices', { name: `scale ${i}` });
       if (created.status !== 201) throw new Error(`POST /devices answered ${created.status}`);
       const id = created.json.data.id;
@@ -88,7 +91,47 @@ export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome>
       const scanned = await cluster.api(api, 'POST', '/sandbox/scan', { code: qr.code, phoneNumber: `6282${String(i).padStart(9, '0')}` });
       if (scanned.status !== 200) throw new Error(`POST /sandbox/scan answered ${scanned.status}`);
       ids[i] = id;
-    });
+    };
+
+    // (d) direct sends across the cluster, two devices (one per worker), beside the bare route.
+    await link(0);
+    await link(1);
+    await until('the first two devices connected, one per worker', 60_000, async () => {
+      const { rows } = await probe.query<{ n: number }>(`SELECT count(*)::int AS n FROM devices WHERE status = 'CONNECTED'`);
+      const counts = split(await holdings(), workers);
+      return rows[0]!.n === 2 && counts.every((n) => n === 1) ? true : undefined;
+    }, 100);
+    const bareServer = await startServerProcess<{ databaseUrl: string; poolSize: number }, { bare: string }>(BARE_ROUTE, 'startBareServer', { databaseUrl: cluster.databaseUrl, poolSize: 20 });
+    try {
+      const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
+      const common = { path: '/messages/send', body, connections: 25, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds };
+      const bare = await runPostLoad({ ...common, connections: 50, title: 'bare INSERT', origin: bareServer.info.bare.replace('localhost', '127.0.0.1'), headers: {} });
+      const headers = { 'x-api-key': cluster.token };
+      const [one, two] = await Promise.all([
+        runPostLoad({ ...common, title: 'direct send via api-1', origin: api.origin.replace('localhost', '127.0.0.1'), headers }),
+        runPostLoad({ ...common, title: 'direct send via api-2', origin: api2!.origin.replace('localhost', '127.0.0.1'), headers }),
+      ]);
+      const direct = one.requestsPerSecond + two.requestsPerSecond;
+      const ratio = direct / bare.requestsPerSecond;
+      results.clusterDirect = { bare, one, two };
+      checks.push({ metric: 'bare route: INSERT one row, 50 connections (req/s)', measured: bare.requestsPerSecond.toFixed(0), target: '', pass: undefined });
+      checks.push({ metric: 'direct sends, 2 api + 2 workers, 2 × 25 connections (req/s)', measured: `${direct.toFixed(0)} (p99 ${Math.max(one.latencyMs.p99, two.latencyMs.p99)} ms)`, target: '', pass: undefined });
+      checks.push({
+        metric: 'cluster direct send throughput / bare',
+        measured: `${(ratio * 100).toFixed(1)}%`,
+        target: `>= ${TARGET_CLUSTER_RATIO * 100}%`,
+        pass: ratio >= TARGET_CLUSTER_RATIO && one.non2xx + two.non2xx + one.errors + two.errors === 0,
+      });
+    } finally {
+      await bareServer.stop();
+    }
+    // Let the load's garbage go before the baseline of (b).
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const idleRss = workers.map((w) => rssMb(w.child.pid!));
+
+    // (a) link every other device through the API, as a user would: add it, scan its QR code.
+    const linkStarted = Date.now();
+    await inBatches(Array.from({ length: DEVICES - 2 }, (_, i) => i + 2), LINK_CONCURRENCY, link);
     await until('every device connected', 180_000, async () => {
       const { rows } = await probe.query<{ n: number }>(`SELECT count(*)::int AS n FROM devices WHERE status = 'CONNECTED'`);
       return rows[0]!.n === DEVICES ? true : undefined;
@@ -105,7 +148,7 @@ export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome>
     checks.push({ metric: 'devices per worker, 2 workers', measured: firstSplit.join(' / '), target: `${0.4 * DEVICES}-${0.6 * DEVICES} each`, pass: balanced(firstSplit) });
 
     // (b) memory per connected device, on each worker holding its share.
-    const perDevice = workers.map((w, i) => (rssMb(w.child.pid!) - idleRss[i]!) / Math.max(1, firstSplit[i]!));
+    const perDevice = workers.map((w, i) => (rssMb(w.child.pid!) - idleRss[i]!) / Math.max(1, firstSplit[i]! - 1));
     const worstPerDevice = Math.max(...perDevice);
     results.rssPerDeviceMb = perDevice;
     checks.push({
@@ -125,7 +168,7 @@ export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome>
     const total = DEVICES * PACED_PER_DEVICE;
     const expectedSeconds = (PACED_PER_DEVICE * PACE_MS) / 1000;
     await until('every paced message sent', (expectedSeconds + 120) * 1000, async () => {
-      const { rows } = await probe.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE status IN ('SENT', 'DELIVERED', 'READ')`);
+      const { rows } = await probe.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE content LIKE 'paced %' AND status IN ('SENT', 'DELIVERED', 'READ')`);
       return rows[0]!.n >= total ? true : undefined;
     }, 500);
     const sendSeconds = (Date.now() - sendStarted) / 1000;

@@ -189,9 +189,10 @@ export class DeviceRunner {
     this.options.onLoggedOut(id);
   }
 
+  /** Dispatch stops first (the in-memory status), then the row says so: nothing is claimed for a device already known to be down. */
   private async onDisconnected(message: string): Promise<void> {
-    await this.announce(await this.options.devices.markDisconnected(this.deviceId, message));
     this.status = advance('disconnected', this.status);
+    await this.announce(await this.options.devices.markDisconnected(this.deviceId, message));
     this.scheduleReconnect();
   }
 
@@ -286,7 +287,8 @@ export class DeviceRunner {
   private async sendBatch(messages: ClaimedMessage[], handedOver = false): Promise<void> {
     const { queue, bus } = this.options;
     const session = this.session;
-    if (!this.options.leaseValid() || !session) {
+    // Claimed just before the lease lapsed or the network dropped: back to the queue, not attempted.
+    if (!this.options.leaseValid() || !session || this.status !== 'CONNECTED') {
       await queue.release(messages.map((m) => m.id));
       return;
     }
