@@ -137,7 +137,7 @@ export class DeviceSupervisor implements DirectSendHost {
     const { share } = await this.devices.heartbeat(this.workerId, leaseMs);
     const target = Math.min(this.config.maxDevicesPerWorker, share);
     if (signal.aborted) return;
-    if (this.runners.size > target + Math.max(1, Math.floor(target / 10))) {
+    if (this.runners.size > target + Math.floor(target / 10)) {
       await this.giveBack(this.runners.size - target);
       return;
     }

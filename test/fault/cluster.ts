@@ -12,6 +12,8 @@ import { AccountService } from '../../src/directory/accounts.js';
 import { TokenService } from '../../src/directory/tokens.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+/** Output chunks kept per process, for the error messages of tests. */
+const OUTPUT_CHUNKS = 2_000;
 
 export interface Proc {
   name: string;
@@ -55,23 +57,34 @@ export async function createCluster(baseUrl: string, prefix: string, defaults: R
     procs,
     async start(name, role, env = {}) {
       // node itself (not the tsx wrapper), so the pid in a lease owner is the process a test kills.
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
+      // env.NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to node itself, for profiling one process.
+      const nodeArgs = env.NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+      const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'serve', '--role', role], {
         cwd: ROOT,
         env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', WORKER_PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...defaults, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
+      // The process's latest output (a bounded tail: a process under load logs every request).
       const output: string[] = [];
+      const keep = (chunk: Buffer): void => {
+        output.push(chunk.toString());
+        if (output.length > OUTPUT_CHUNKS) output.splice(0, output.length - OUTPUT_CHUNKS);
+      };
+      let starting: string | undefined = '';
       const origin = await new Promise<string>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
         child.stdout!.on('data', (chunk: Buffer) => {
-          output.push(chunk.toString());
-          const match = /"address":"(http:\/\/[^"]+)"/.exec(output.join(''));
+          keep(chunk);
+          if (starting === undefined) return;
+          starting += chunk.toString();
+          const match = /"address":"(http:\/\/[^"]+)"/.exec(starting);
           if (match) {
+            starting = undefined;
             clearTimeout(timer);
             resolve(match[1]!);
           }
         });
-        child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+        child.stderr!.on('data', keep);
         child.once('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output.join('')}`)));
       });
       const proc = { name, child, origin, output };

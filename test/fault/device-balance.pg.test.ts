@@ -35,7 +35,7 @@ describe('devices spread across workers (PostgreSQL, 1 api + 2 worker processes)
     return new Map(rows.map((r) => [r.owner, r.n]));
   };
   const pidOf = (workerId: string): number => Number(/_(\d+)_[0-9a-f]+$/.exec(workerId)?.[1]);
-  /** Each of `procs` holds its share, ceil(12 / 2) = 6, give or take the tenth (at least one) a worker keeps before it gives back. */
+  /** Each of `procs` holds its share, ceil(12 / 2) = 6, give or take the tenth a worker keeps before it gives back. */
   const balancedOver = async (procs: Proc[]): Promise<Map<string, number> | undefined> => {
     const held = await holdings();
     const counts = procs.map((proc) => [...held].find(([owner]) => pidOf(owner) === proc.child.pid)?.[1] ?? 0);
