@@ -63,9 +63,9 @@ const DEVICE_ID = id('dev', 0);
 const JOB_ID = id('job', 0);
 
 const deviceRows = (accountId: string): Json[] => [
-  { id: DEVICE_ID, account_id: accountId, name: 'Shop phone', status: 'CONNECTED', phone_number: '6281234567890', created_at: '2024-02-29T23:59:59.999Z', updated_at: '2024-03-01T00:00:00.000Z', connected_at: '2024-03-01T00:00:00.000Z' },
+  { id: DEVICE_ID, account_id: accountId, name: 'Shop phone', status: 'CONNECTED', phone_number: '6281234567890', proxy_url: 'http://proxy.example.test:3128', created_at: '2024-02-29T23:59:59.999Z', updated_at: '2024-03-01T00:00:00.000Z', connected_at: '2024-03-01T00:00:00.000Z' },
   { id: id('dev', 1), account_id: accountId, name: 'New "one" ☎', status: 'PENDING', qr_code: 'qr', qr_expires_at: '2030-01-01T00:00:00.000Z', created_at: '2025-06-30T10:11:12.013Z', updated_at: '2025-06-30T10:11:12.013Z' },
-  { id: id('dev', 2), account_id: accountId, name: 'Back office', status: 'DISCONNECTED', phone_number: '6289876543210', last_error: 'Connection Failure: stream errored (code 515)', created_at: '2023-01-01T00:00:00.001Z', updated_at: '2023-01-02T00:00:00.100Z', connected_at: '2023-01-01T00:00:01.000Z', disconnected_at: '2023-01-02T00:00:00.100Z', lease_owner: 'worker-x', lease_expires_at: '2023-01-02T00:00:03.000Z' },
+  { id: id('dev', 2), account_id: accountId, name: 'Back office', status: 'DISCONNECTED', phone_number: '6289876543210', proxy_url: 'socks5h://user:p%40ss@proxy.example.test:1080', last_error: 'Connection Failure: stream errored (code 515)', created_at: '2023-01-01T00:00:00.001Z', updated_at: '2023-01-02T00:00:00.100Z', connected_at: '2023-01-01T00:00:01.000Z', disconnected_at: '2023-01-02T00:00:00.100Z', lease_owner: 'worker-x', lease_expires_at: '2023-01-02T00:00:03.000Z' },
   { id: id('dev', 3), account_id: accountId, name: 'Old', status: 'LOGGED_OUT', phone_number: '6280000000001', last_error: 'logged out on the phone', created_at: '2022-05-05T05:05:05.555Z', updated_at: '2022-06-06T06:06:06.666Z', connected_at: '2022-05-05T05:06:00.000Z', disconnected_at: '2022-06-06T06:06:06.000Z', logged_out_at: '2022-06-06T06:06:06.666Z', removed_at: '2022-07-07T07:07:07.777Z' },
 ];
 

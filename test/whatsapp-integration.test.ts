@@ -7,6 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
+import { SocksProxyAgent } from 'socks-proxy-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { DeviceService } from '../src/devices/device-service.js';
@@ -239,6 +240,28 @@ describe('NETWORK=whatsapp through the API', () => {
     await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'CONNECTED', 5_000, 'CONNECTED again');
     await sleep(300);
     expect(fake.sockets).toHaveLength(before + 1);
+    fake.script = (s) => s.showQr();
+  });
+
+  it('a proxy set on the device: the session is reopened through it at once, and dropped again when it is cleared', async () => {
+    expect(socket.agent).toBeUndefined();
+    const before = fake.sockets.length;
+    fake.script = (s) => s.open();
+    const patched = await ctx.app.inject({ method: 'PATCH', url: `/devices/${deviceId}`, headers: tenant.headers, payload: { proxyUrl: 'socks5://shop:s3cret@127.0.0.1:1080' } });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(json<{ data: DeviceBody }>(patched).data.proxyUrl).toBe('socks5://shop:***@127.0.0.1:1080');
+    socket = await fake.waitForSockets(before + 1, 5_000);
+    expect(socket.agent).toBeInstanceOf(SocksProxyAgent);
+    expect((socket.agent as SocksProxyAgent).proxy).toMatchObject({ host: '127.0.0.1', port: 1080, userId: 'shop', password: 's3cret' });
+    await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'CONNECTED', 5_000, 'CONNECTED through the proxy');
+    // Restored from the stored credentials, not linked anew: the same number, no new QR code.
+    expect((await getDevice(ctx, tenant, deviceId)).phoneNumber).toBe('6281377777777');
+
+    const cleared = await ctx.app.inject({ method: 'PATCH', url: `/devices/${deviceId}`, headers: tenant.headers, payload: { proxyUrl: null } });
+    expect(json<{ data: DeviceBody }>(cleared).data.proxyUrl).toBeNull();
+    socket = await fake.waitForSockets(before + 2, 5_000);
+    expect(socket.agent).toBeUndefined();
+    await waitFor(async () => (await getDevice(ctx, tenant, deviceId)).status === 'CONNECTED', 5_000, 'CONNECTED directly');
     fake.script = (s) => s.showQr();
   });
 

@@ -19,6 +19,7 @@ export const DeviceSchema = Type.Object({
   status: DeviceStatusSchema,
   phoneNumber: Type.Union([Type.String(), Type.Null()], { description: 'The linked number, once CONNECTED' }),
   lastError: Type.Union([Type.String(), Type.Null()]),
+  proxyUrl: Type.Union([Type.String(), Type.Null()], { description: 'The proxy the WhatsApp network connects through, its password shown as ***; null: direct' }),
   createdAt: DateTime,
   updatedAt: DateTime,
   connectedAt: NullableDateTime,

@@ -16,6 +16,7 @@ import { MessageQueue } from '../messaging/message-queue.js';
 import { deleteWhatsAppCredentials } from '../network/whatsapp/whatsapp-store.js';
 import type { DeviceStatus } from './device-states.js';
 import { DeviceStore, toDevice, type Device, type DeviceRow } from './device-store.js';
+import { proxyUrlProblem } from './device-proxy.js';
 
 export type { DeviceStatus } from './device-states.js';
 export type { Device } from './device-store.js';
@@ -33,6 +34,19 @@ export interface DeviceQr {
   /** A PNG data URL of the code, ready for an <img>. */
   image: string;
   expiresAt: Date;
+}
+
+function validName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
+  return trimmed;
+}
+
+function validProxy(proxyUrl: string | null): string | null {
+  if (proxyUrl === null) return null;
+  const problem = proxyUrlProblem(proxyUrl.trim());
+  if (problem) throw new AppError('VALIDATION_ERROR', `proxyUrl ${problem}`, [{ field: 'proxyUrl', message: problem }]);
+  return proxyUrl.trim();
 }
 
 /** How long POST /devices and GET /devices/:id/qr wait for the worker to show the first code. */
@@ -124,13 +138,13 @@ export class DeviceService {
     }
   }
 
-  async create(accountId: string, name: string): Promise<{ device: Device; qr: DeviceQr | null }> {
-    const trimmed = name.trim();
-    if (!trimmed) throw new AppError('VALIDATION_ERROR', 'name must not be empty', [{ field: 'name', message: 'must not be empty' }]);
+  async create(accountId: string, name: string, proxyUrl: string | null = null): Promise<{ device: Device; qr: DeviceQr | null }> {
+    const trimmed = validName(name);
+    const proxy = validProxy(proxyUrl);
     const id = newId('dev');
     await this.database.transaction(async (tx) => {
       await this.assertDeviceSlot(tx, accountId);
-      await this.store.insert(tx, { id, accountId, name: trimmed });
+      await this.store.insert(tx, { id, accountId, name: trimmed, proxyUrl: proxy });
     });
     await this.bus.publish('waygate_devices', id);
     const qr = await this.waitForQr(accountId, id, QR_WAIT_MS);
@@ -198,6 +212,21 @@ export class DeviceService {
       return row.status !== 'PENDING' ? null : undefined;
     };
     return pollDevice(this.bus, { payload: `qr:${id}`, deadline: Date.now() + timeoutMs, everyMs: 250, check, onTimeout: () => null });
+  }
+
+  /**
+   * Renames the device or changes its proxy (undefined: unchanged, null: direct). A new proxy
+   * takes effect at once: the worker holding the device reopens its session through it.
+   */
+  async update(accountId: string, id: string, changes: { name?: string | undefined; proxyUrl?: string | null | undefined }): Promise<Device> {
+    const name = changes.name === undefined ? undefined : validName(changes.name);
+    const proxyUrl = changes.proxyUrl === undefined ? undefined : validProxy(changes.proxyUrl);
+    const before = await this.row(accountId, id);
+    if (before.removed_at) throw new AppError('NOT_FOUND', 'Device not found');
+    const row = await this.store.updateSettings(accountId, id, { name, proxyUrl });
+    if (!row) throw new AppError('NOT_FOUND', 'Device not found');
+    if (proxyUrl !== undefined && proxyUrl !== before.proxy_url) await this.bus.publish('waygate_devices', `restart:${id}`);
+    return toDevice(row);
   }
 
   /** Unlinks the device and removes it from listings; its messages stay. */

@@ -15,6 +15,7 @@ import type { DeviceInfo } from '../network/network.js';
 import { appendEventsSql } from '../events/event-store.js';
 import { allowedFrom, TRANSITIONS, type DeviceEvent, type DeviceStatus } from './device-states.js';
 import type { Device } from './device-record.js';
+import { maskProxyUrl } from './device-proxy.js';
 
 export type { Device } from './device-record.js';
 
@@ -33,6 +34,7 @@ export interface DeviceRow {
   disconnected_at: Date | null;
   logged_out_at: Date | null;
   removed_at: Date | null;
+  proxy_url: string | null;
 }
 
 export const toDevice = (r: DeviceRow): Device => ({
@@ -41,6 +43,7 @@ export const toDevice = (r: DeviceRow): Device => ({
   status: r.status,
   phoneNumber: r.phone_number,
   lastError: r.last_error,
+  proxyUrl: maskProxyUrl(r.proxy_url),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   connectedAt: r.connected_at,
@@ -67,6 +70,11 @@ const LOGGED_OUT_FIELDS = `logged_out_at = CASE WHEN status = 'LOGGED_OUT' THEN 
        qr_code = NULL, qr_expires_at = NULL`;
 
 const LEASE_FREED = 'lease_owner = NULL, lease_expires_at = NULL';
+
+/** What a session is opened with (DeviceInfo), as columns of `devices d`. */
+const DEVICE_INFO_COLUMNS = 'd.id, d.account_id, d.phone_number, d.status, d.proxy_url';
+type DeviceInfoRow = Pick<DeviceRow, 'id' | 'account_id' | 'phone_number' | 'status' | 'proxy_url'>;
+const toDeviceInfo = (r: DeviceInfoRow): DeviceInfo => ({ id: r.id, accountId: r.account_id, phoneNumber: r.phone_number, status: r.status, proxyUrl: r.proxy_url });
 
 const quote = (status: DeviceStatus): string => `'${status}'`;
 
@@ -145,8 +153,29 @@ export class DeviceStore {
 
   // ---- writes from the API -----------------------------------------------------------------
 
-  async insert(tx: Queryable, device: { id: string; accountId: string; name: string }): Promise<void> {
-    await tx.query(`INSERT INTO devices (id, account_id, name, status) VALUES ($1, $2, $3, 'PENDING')`, [device.id, device.accountId, device.name]);
+  async insert(tx: Queryable, device: { id: string; accountId: string; name: string; proxyUrl?: string | null }): Promise<void> {
+    await tx.query(`INSERT INTO devices (id, account_id, name, status, proxy_url) VALUES ($1, $2, $3, 'PENDING', $4)`, [
+      device.id,
+      device.accountId,
+      device.name,
+      device.proxyUrl ?? null,
+    ]);
+  }
+
+  /** Renames the device or changes its proxy (undefined: unchanged); the row, or undefined when the account has no such device. */
+  async updateSettings(accountId: string, id: string, settings: { name?: string | undefined; proxyUrl?: string | null | undefined }): Promise<DeviceRow | undefined> {
+    const [row] = await this.database.query<DeviceRow>(
+      `UPDATE devices SET name = COALESCE($3, name), proxy_url = CASE WHEN $4 THEN $5 ELSE proxy_url END, updated_at = now()
+        WHERE id = $1 AND account_id = $2 AND removed_at IS NULL RETURNING *`,
+      [id, accountId, settings.name ?? null, settings.proxyUrl !== undefined, settings.proxyUrl ?? null],
+    );
+    return row;
+  }
+
+  /** The device as its session needs it, when `workerId` holds its lease. */
+  async leasedInfo(id: string, workerId: string): Promise<DeviceInfo | undefined> {
+    const [r] = await this.database.query<DeviceInfoRow>(`SELECT ${DEVICE_INFO_COLUMNS} FROM devices d WHERE id = $1 AND lease_owner = $2`, [id, workerId]);
+    return r && toDeviceInfo(r);
   }
 
   /** Removed from listings and LOGGED_OUT (announced only if it was not LOGGED_OUT yet). */
@@ -267,15 +296,15 @@ export class DeviceStore {
 
   /** Takes up to `limit` active devices whose lease is free or expired, oldest first. */
   async acquireLeases(workerId: string, leaseMs: number, limit: number): Promise<DeviceInfo[]> {
-    const rows = await this.database.query<{ id: string; account_id: string; phone_number: string | null; status: DeviceStatus }>(
+    const rows = await this.database.query<DeviceInfoRow>(
       `UPDATE devices d SET lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond'
         WHERE d.id IN (SELECT id FROM devices
                         WHERE ${ACTIVE} AND (lease_owner IS NULL OR lease_expires_at < now())
                         ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING d.id, d.account_id, d.phone_number, d.status`,
+        RETURNING ${DEVICE_INFO_COLUMNS}`,
       [workerId, leaseMs, limit],
     );
-    return rows.map((r) => ({ id: r.id, accountId: r.account_id, phoneNumber: r.phone_number, status: r.status }));
+    return rows.map(toDeviceInfo);
   }
 
   /**

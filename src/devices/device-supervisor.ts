@@ -88,6 +88,7 @@ export class DeviceSupervisor implements DirectSendHost {
       this.bus.subscribe('waygate_devices', (payload) => {
         const [kind, id] = payload.includes(':') ? payload.split(':') : ['new', payload];
         if (kind === 'reconnect' && id && this.runners.has(id)) void this.runners.get(id)!.reconnectNow();
+        if (kind === 'restart' && id && this.runners.has(id)) void this.restartRunner(id);
         if (kind === 'new' || kind === 'logout' || kind === 'reconnect') this.tick();
       }),
       this.bus.subscribe('waygate_dispatch', (payload) => {
@@ -195,6 +196,17 @@ export class DeviceSupervisor implements DirectSendHost {
       this.log.error({ err: error, deviceId: device.id }, 'could not open the device session');
       this.runners.delete(device.id);
       await this.devices.releaseLease(device.id, this.workerId);
+    }
+  }
+
+  /** Closes the device's session and opens it again from its row (a new proxy): the lease stays here. */
+  private async restartRunner(id: string): Promise<void> {
+    try {
+      await this.stopRunner(id, false);
+      const device = await this.devices.leasedInfo(id, this.workerId);
+      if (device) await this.startRunner(device);
+    } catch (error) {
+      this.log.error({ err: error, deviceId: id }, 'could not reopen the device session');
     }
   }
 

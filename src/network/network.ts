@@ -159,6 +159,8 @@ export interface DeviceInfo {
   /** The number the device was linked as, when known. */
   phoneNumber: string | null;
   status: 'PENDING' | 'CONNECTED' | 'DISCONNECTED' | 'LOGGED_OUT';
+  /** The proxy the network connects through (src/devices/device-proxy.ts); null or absent: direct. */
+  proxyUrl?: string | null;
 }
 
 export interface Network {

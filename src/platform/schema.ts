@@ -166,6 +166,8 @@ export const devices = pgTable(
     /** The worker that owns the device's network session, until lease_expires_at. */
     leaseOwner: text('lease_owner'),
     leaseExpiresAt: ts('lease_expires_at'),
+    /** The proxy the WhatsApp network connects through (device-proxy.ts); null: direct. */
+    proxyUrl: text('proxy_url'),
   },
   (t) => [index('devices_account_idx').on(t.accountId, t.createdAt), index('devices_lease_idx').on(t.leaseExpiresAt)],
 );

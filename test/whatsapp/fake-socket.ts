@@ -54,6 +54,8 @@ export class FakeSocket implements WASocketLike {
   readonly signalRepository = { lidMapping: { getPNForLID: async (lid: string): Promise<string | null> => this.lidStore.get(lid) ?? null } };
   readonly version: SocketOptions['version'];
   readonly getMessage: SocketOptions['getMessage'];
+  /** The proxy agent the session connects through (undefined: direct). */
+  readonly agent: SocketOptions['agent'];
 
   constructor(
     readonly index: number,
@@ -64,6 +66,7 @@ export class FakeSocket implements WASocketLike {
     this.user = options.auth.creds.me as FakeSocket['user'];
     this.version = options.version;
     this.getMessage = options.getMessage;
+    this.agent = options.agent;
   }
 
   emit<E extends WAEventName>(event: E, arg: WAEventMap[E]): void {

@@ -2,6 +2,7 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DeviceService } from '../../devices/device-service.js';
 import { DeviceSchema, DeviceStatusSchema } from '../../devices/device-record.js';
+import { PROXY_URL_MAX } from '../../devices/device-proxy.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
@@ -13,6 +14,11 @@ const QrSchema = Type.Object({
   code: Type.String({ description: 'The text encoded in the QR code' }),
   image: Type.String({ description: 'PNG data URL of the QR code' }),
   expiresAt: Timestamp,
+});
+
+const DeviceName = Type.String({ minLength: 1, maxLength: 100 });
+const ProxyUrl = Type.Union([Type.String({ minLength: 1, maxLength: PROXY_URL_MAX }), Type.Null()], {
+  description: 'A proxy for this number (http, https, socks5 or socks5h URL, credentials included), e.g. socks5://user:pass@10.0.0.5:1080; null: direct. Shown back with the password as ***',
 });
 
 const PairingCodeSchema = Type.Object({
@@ -46,7 +52,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       schema: {
         tags: ['devices'],
         summary: 'Add a device: answers with its first QR code to scan with the phone',
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }),
+        body: Type.Object({ name: DeviceName, proxyUrl: Type.Optional(ProxyUrl) }, { additionalProperties: false }),
         response: {
           201: Type.Object({ success: Type.Literal(true), data: DeviceSchema, qr: Type.Union([QrSchema, Type.Null()], { description: 'null when no worker has shown a code yet; poll GET /devices/:id/qr' }) }),
           ...errorResponses('FORBIDDEN', 'PLAN_LIMIT'),
@@ -54,7 +60,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       },
     },
     async (request, reply) => {
-      const { device, qr } = await devices.create(auth(request).accountId, request.body.name);
+      const { device, qr } = await devices.create(auth(request).accountId, request.body.name, request.body.proxyUrl ?? null);
       return reply.status(201).send({ success: true as const, data: device, qr });
     },
   );
@@ -66,6 +72,21 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       schema: { tags: ['devices'], summary: 'Read a device', params: IdParams, response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => ({ success: true as const, data: await devices.get(auth(request).accountId, request.params.id) }),
+  );
+
+  app.patch(
+    '/devices/:id',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['devices'],
+        summary: 'Rename a device or change its proxy (the session reconnects through the new one at once)',
+        params: IdParams,
+        body: Type.Object({ name: Type.Optional(DeviceName), proxyUrl: Type.Optional(ProxyUrl) }, { additionalProperties: false, minProperties: 1 }),
+        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await devices.update(auth(request).accountId, request.params.id, request.body) }),
   );
 
   app.get(

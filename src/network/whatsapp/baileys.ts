@@ -69,8 +69,9 @@ export function browserOf(baileys: BaileysModule): [string, string, string] {
  * again) from the messages the session stored when it sent them.
  */
 export function baileysSocketFactory(baileys: BaileysModule, config: WhatsAppConfig): SocketFactory {
-  return ({ auth, logger, version, getMessage }) =>
+  return ({ auth, logger, version, getMessage, agent }) =>
     baileys.makeWASocket({
+      ...(agent ? { agent, fetchAgent: agent } : {}),
       version,
       // Keys read through an in-memory cache (Baileys' own), so a message does not cost a database round trip per key.
       auth: { creds: auth.creds, keys: baileys.makeCacheableSignalKeyStore(auth.keys, logger) },

@@ -3,6 +3,7 @@
  * and so does the fake the tests drive (test/whatsapp/fake-socket.ts). Shapes follow Baileys
  * 7 (lib/Types/*.d.ts); fields the adapter does not read are left out.
  */
+import type { Agent } from 'node:http';
 import type { Logger } from 'pino';
 
 /** proto.WebMessageInfo.Status */
@@ -260,6 +261,8 @@ export interface SocketOptions {
   version: [number, number, number];
   /** A sent message's content, for Baileys to answer a retry request with. */
   getMessage(key: WAMessageKey): Promise<unknown>;
+  /** The device's proxy (device-proxy.ts), for the WebSocket and media uploads; absent: direct. */
+  agent?: Agent | undefined;
 }
 
 export type SocketFactory = (options: SocketOptions) => WASocketLike;

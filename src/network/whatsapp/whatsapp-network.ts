@@ -35,6 +35,7 @@ import type {
   SessionHandlers,
 } from '../network.js';
 import { DeviceStore } from '../../devices/device-store.js';
+import { proxyAgent } from '../../devices/device-proxy.js';
 import { DatabaseAuthStore } from './auth-state.js';
 import { isLidJid, isPersonJid, jidToPhone, maskPhone, normalizeLid, parseJid, phoneToJid } from './jid.js';
 import {
@@ -248,6 +249,7 @@ export class WhatsAppSession implements NetworkSession {
         logger: this.options.log.child({ component: 'baileys', deviceId: this.device.id }, { level: this.options.config.logLevel }),
         version,
         getMessage: (key) => this.sentMessage(key),
+        agent: this.device.proxyUrl ? proxyAgent(this.device.proxyUrl) : undefined,
       });
     } catch (error) {
       this.socketState = 'idle';
