@@ -29,7 +29,7 @@ Commands:
   doctor whatsapp                                    Before linking a phone: is WhatsApp reachable, which
                                                      web version is used, does the auth store round-trip
 
-Configuration comes from the environment (see README): DATABASE_URL, DATA_DIR, PORT, ...`;
+Configuration comes from the environment (see docs/operations.md): DATABASE_URL, DATA_DIR, PORT, ...`;
 
 const console_: Output = { stdout: (line) => console.log(line), stderr: (line) => console.error(line) };
 

@@ -1,4 +1,4 @@
-/** The shapes the API answers with (see the API reference in the README). */
+/** The shapes the API answers with (see docs/api.md). */
 import type { MessageJson } from '../../src/messaging/message-record';
 
 export interface Page<T> {

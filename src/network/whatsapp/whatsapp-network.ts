@@ -702,7 +702,7 @@ export class WhatsAppSession implements NetworkSession {
     const { phone, lid } = await this.senderOf(key);
     this.log.info({ id: key.id, type: parsed.messageType, from: maskPhone(phone), viaLid: Boolean(lid), upsertType }, 'incoming WhatsApp message');
     // Awaited: stored (with its message.received event) before the next one is handled. Baileys
-    // acknowledged the stanza to WhatsApp before emitting it (README: "Link a real phone").
+    // acknowledged the stanza to WhatsApp before emitting it (docs/whatsapp.md).
     await this.emit({
       type: 'incoming',
       networkMessageId: key.id,
