@@ -1,7 +1,8 @@
 /**
  * What the worker role prunes, and when: expired idempotency keys, events past
  * EVENT_RETENTION_DAYS (with their deliveries) and delivery attempts past
- * WEBHOOK_ATTEMPT_RETENTION_DAYS. Each statement takes one bounded batch (work-budget.ts) and the
+ * WEBHOOK_ATTEMPT_RETENTION_DAYS, and the bodies of settled messages past
+ * MESSAGE_BODY_RETENTION_DAYS (when set). Each statement takes one bounded batch (work-budget.ts) and the
  * loop pauses between batches, so a large backlog of expired rows is worked off in small pieces
  * beside live traffic, never in one long statement. Several workers may prune at once: each
  * batch is a statement of its own, and a row deleted twice is simply not found.
@@ -14,11 +15,13 @@ import { workBudget } from './platform/work-budget.js';
 import { deleteExpiredEvents } from './events/event-store.js';
 import { deleteExpiredAttempts } from './events/webhook-store.js';
 import { IdempotencyService } from './messaging/idempotency.js';
+import { pruneMessageBodies } from './messaging/message-store.js';
 
 /** How often the worker looks for expired rows when the last look found none to spare. */
 const IDLE_MS = 10 * 60_000;
 /** The pause after a full batch: the database's time goes to traffic between batches. */
 const BETWEEN_BATCHES_MS = 100;
+const DAY_MS = 86_400_000;
 
 export class Housekeeping {
   private readonly loop: WakeLoop;
@@ -27,7 +30,7 @@ export class Housekeeping {
 
   constructor(
     private readonly database: Database,
-    private readonly config: Pick<Config, 'eventRetentionDays' | 'attemptRetentionDays'>,
+    private readonly config: Pick<Config, 'eventRetentionDays' | 'attemptRetentionDays' | 'messageBodyRetentionDays'>,
     log: Logger,
   ) {
     this.idempotency = new IdempotencyService(database);
@@ -44,15 +47,17 @@ export class Housekeeping {
   }
 
   /** One batch of each kind; how many rows went. Exposed for tests. */
-  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number }> {
+  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number; messageBodies: number; full: boolean }> {
     const idempotencyKeys = await this.idempotency.purgeExpired();
     const events = await deleteExpiredEvents(this.database, this.config.eventRetentionDays, this.batch);
     const attempts = await deleteExpiredAttempts(this.database, this.config.attemptRetentionDays, this.batch);
-    return { events, attempts, idempotencyKeys };
+    const days = this.config.messageBodyRetentionDays;
+    const bodies = days > 0 ? await pruneMessageBodies(this.database, new Date(Date.now() - days * DAY_MS), this.batch) : { scanned: 0, pruned: 0 };
+    const full = events >= this.batch || attempts >= this.batch || bodies.scanned >= this.batch;
+    return { events, attempts, idempotencyKeys, messageBodies: bodies.pruned, full };
   }
 
   private async turn(): Promise<number> {
-    const pruned = await this.pruneOnce();
-    return pruned.events >= this.batch || pruned.attempts >= this.batch ? BETWEEN_BATCHES_MS : IDLE_MS;
+    return (await this.pruneOnce()).full ? BETWEEN_BATCHES_MS : IDLE_MS;
   }
 }

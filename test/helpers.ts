@@ -4,6 +4,7 @@
  * tests never share state.
  */
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
@@ -28,7 +29,9 @@ export interface TestContext {
 export async function openTestDatabase(): Promise<Database> {
   const postgres = inject('postgres');
   if (!postgres) {
-    const database = await openDatabase({ dataDir: 'memory://' });
+    const template = inject('pgliteTemplate');
+    const loadDataDir = template ? new Blob([await readFile(template)]) : undefined;
+    const database = await openDatabase({ dataDir: 'memory://', loadDataDir });
     await runMigrations(database);
     return database;
   }

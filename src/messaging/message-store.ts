@@ -5,6 +5,7 @@
  * is still that worker. Outcomes and receipts, which also count into jobs and write events, are
  * in outcomes.ts; the direct-send insert is in accept.ts.
  */
+import { encodeTime } from 'ulid';
 import type { Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
 import type { IncomingMedia, KindFields, MessageRef, MessageType } from '../network/network.js';
@@ -190,6 +191,40 @@ export async function countJobMessages(db: Queryable, jobId: string): Promise<nu
 export async function countWaiting(db: Queryable, which: 'due' | 'scheduled'): Promise<number> {
   const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE due_at ${which === 'due' ? '<=' : '>'} now()`);
   return row?.n ?? 0;
+}
+
+/** The first message id (ids are `msg_` + a lowercase ULID, time first) created at or after `at`. */
+export function firstMessageIdAt(at: Date): string {
+  return `msg_${encodeTime(at.getTime(), 10).toLowerCase()}0000000000000000`;
+}
+
+const BODY_MARK = 'message_bodies';
+
+/**
+ * One batch of message-body pruning: the next `batch` messages in id (= creation) order after the
+ * sweep's mark and created before `before` lose their body (content becomes '', mediaUrl, media,
+ * the kind's fields and mentions null); status, timestamps, peer and error stay, so listings,
+ * counts and quotas are unchanged. Messages not yet settled keep their body and are passed over
+ * for good (one scheduled far ahead is the only such case). The mark moves to the batch's last
+ * id in the same statement, so each batch reads only rows it has not seen.
+ */
+export async function pruneMessageBodies(db: Queryable, before: Date, batch: number): Promise<{ scanned: number; pruned: number }> {
+  const [row] = await db.query<{ scanned: number; pruned: number }>(
+    `WITH mark AS (SELECT coalesce((SELECT mark FROM housekeeping_marks WHERE name = $3), '') AS id),
+     batch AS (SELECT id FROM messages WHERE id > (SELECT id FROM mark) AND id < $1 ORDER BY id LIMIT $2),
+     pruned AS (
+       UPDATE messages m SET content = '', media_url = NULL, media = NULL, payload = NULL, mentions = NULL
+         FROM batch b
+        WHERE m.id = b.id AND m.status NOT IN ${sqlList(UNSETTLED_STATUSES)}
+          AND (m.content <> '' OR m.media_url IS NOT NULL OR m.media IS NOT NULL OR m.payload IS NOT NULL OR m.mentions IS NOT NULL)
+       RETURNING 1),
+     moved AS (
+       INSERT INTO housekeeping_marks (name, mark) SELECT $3, max(id) FROM batch HAVING count(*) > 0
+       ON CONFLICT (name) DO UPDATE SET mark = GREATEST(housekeeping_marks.mark, excluded.mark))
+     SELECT (SELECT count(*) FROM batch)::int AS scanned, (SELECT count(*) FROM pruned)::int AS pruned`,
+    [firstMessageIdAt(before), batch, BODY_MARK],
+  );
+  return row ?? { scanned: 0, pruned: 0 };
 }
 
 export interface MessageFilter {

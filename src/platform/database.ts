@@ -72,6 +72,8 @@ export interface OpenDatabaseOptions {
    */
   synchronousCommit?: boolean;
   applicationName?: string;
+  /** PGlite only: start from this dump of a data directory (PGlite's dumpDataDir) instead of an empty one. */
+  loadDataDir?: Blob;
 }
 
 const FOREGROUND = 0;
@@ -194,6 +196,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   try {
     const pglite = await PGlite.create(inMemory ? options.dataDir : `${options.dataDir}/pgdata`, {
       extensions: { pg_trgm },
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
       startParams: [...PGlite.defaultStartParams, ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
     });
     const db = drizzlePglite(pglite, { schema }) as unknown as Db;

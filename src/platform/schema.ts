@@ -179,6 +179,12 @@ export const workers = pgTable('workers', {
   expiresAt: ts('expires_at').notNull(),
 });
 
+/** How far a sweep over a table in id order has got (housekeeping.ts). */
+export const housekeepingMarks = pgTable('housekeeping_marks', {
+  name: text('name').primaryKey(),
+  mark: text('mark').notNull(),
+});
+
 export const bulkJobs = pgTable(
   'bulk_jobs',
   {
