@@ -43,6 +43,10 @@ const BENCHMARKS: Record<string, Benchmark> = {
     description: 'on the embedded database: /healthz under a 100,000-delivery refused backlog, API p99 during a 30,000 job, fresh events beside 50,000 retries',
     load: () => import('./starvation.js'),
   },
+  tables: {
+    description: 'big tables: listings at 10,000,000 messages and 3,000,000 deliveries (p95 <= 50 ms), pruning a day while sends continue',
+    load: () => import('./tables.js'),
+  },
   webhooks: {
     description: 'webhook deliveries/s to a local receiver, commit-to-receipt p50, a dead endpoint beside a healthy one',
     load: () => import('./webhooks.js'),
