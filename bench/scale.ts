@@ -15,8 +15,11 @@
  *       processes at once (25 connections each), against the bare INSERT route (bare-route.ts,
  *       a process of its own, a pool of 20) in the same run: ≥ 35%.
  *
- * Not measured here yet (issue 18 asks for them in this benchmark): memory per fake-socket
- * WhatsApp session, and listings and pruning at 10,000,000 messages.
+ *   (e) memory per linked WhatsApp number (reported, no target): WA_SESSIONS sessions of the real
+ *       WhatsAppNetwork on the fake Baileys socket with the real auth state, in a process of its
+ *       own (lib/whatsapp-sessions.ts), RSS after all are open less RSS before.
+ *
+ * Listings and pruning at 10,000,000 messages are bench/tables.
  */
 import fs from 'node:fs';
 import pg from 'pg';
@@ -27,6 +30,8 @@ import { runPostLoad } from './lib/post-load.js';
 import { startServerProcess } from './lib/server-process.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
+import { dropDatabase, recreateDatabase } from './lib/tenant.js';
+import type { SessionsInfo, SessionsInput } from './lib/whatsapp-sessions.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 1_000);
@@ -38,6 +43,8 @@ const TARGET_MB_PER_DEVICE = 0.5;
 const LINK_CONCURRENCY = 16;
 const TARGET_CLUSTER_RATIO = 0.35;
 const BARE_ROUTE = fileURLToPath(new URL('./lib/bare-route.ts', import.meta.url));
+const WA_SESSIONS_FILE = fileURLToPath(new URL('./lib/whatsapp-sessions.ts', import.meta.url));
+const WA_SESSIONS = Number(process.env.BENCH_WA_SESSIONS ?? 200);
 
 const rssMb = (pid: number): number => {
   const kb = Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
@@ -210,6 +217,29 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   } finally {
     await probe.end();
     await cluster.close();
+  }
+
+  if (WA_SESSIONS > 0) {
+    const waBase = new URL(benchDatabaseUrl());
+    waBase.pathname = '/waygate_bench_wa_sessions';
+    const waUrl = waBase.toString();
+    await recreateDatabase(waUrl);
+    try {
+      console.log(`(e) ${WA_SESSIONS} WhatsApp sessions on the fake socket …`);
+      const sessions = await startServerProcess<SessionsInput, SessionsInfo>(WA_SESSIONS_FILE, 'startWhatsAppSessions', { databaseUrl: waUrl, sessions: WA_SESSIONS });
+      const info = sessions.info;
+      await sessions.stop();
+      results.whatsappSessions = info;
+      const perSession = (info.rssAfterMb - info.rssBeforeMb) / Math.max(1, info.connected);
+      checks.push({
+        metric: `(e) RSS per linked WhatsApp session (fake socket, real auth state), ${info.connected}/${info.sessions} connected`,
+        measured: `${perSession.toFixed(3)} MB (RSS ${info.rssBeforeMb.toFixed(0)} → ${info.rssAfterMb.toFixed(0)} MB, heap ${info.heapBeforeMb.toFixed(0)} → ${info.heapAfterMb.toFixed(0)} MB; linked in ${info.linkSeconds.toFixed(1)} s)`,
+        target: 'report',
+        pass: info.connected === info.sessions ? undefined : false,
+      });
+    } finally {
+      await dropDatabase(waUrl);
+    }
   }
 
   console.log(formatTable(checks));
