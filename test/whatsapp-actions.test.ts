@@ -6,14 +6,13 @@
  * REVOKE = 0, pollUpdateMessage with a vote encrypted as WhatsApp does, inverting Baileys'
  * decryptPollVote with Baileys' own crypto).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DeviceInfo, MessageRef } from '../src/network/network.js';
 import { actionMessageId } from '../src/network/whatsapp/messages.js';
-import type { WAPollEncValue } from '../src/network/whatsapp/types.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { waitFor } from './messaging-helpers.js';
-import { createHarness, eventsOf, insertDevice, type Harness } from './whatsapp/harness.js';
+import { createHarness, encryptVote, eventsOf, insertDevice, type Harness } from './whatsapp/harness.js';
 import type { FakeSocket } from './whatsapp/fake-socket.js';
 
 let ctx: TestContext;
@@ -51,16 +50,6 @@ async function linked(): Promise<{ device: DeviceInfo; socket: FakeSocket; h: Ha
 }
 
 const session = (h: Harness, deviceId: string) => waitFor(() => h.network.sessionOf(deviceId), 2_000, 'session');
-
-/** A vote as the voter's phone encrypts it: the inverse of Baileys' decryptPollVote, with Baileys' own crypto. */
-async function encryptVote(options: string[], context: { pollCreatorJid: string; pollMsgId: string; pollEncKey: Uint8Array; voterJid: string }): Promise<WAPollEncValue> {
-  const { proto, hmacSign, aesEncryptGCM } = await import('baileys');
-  const plaintext = proto.Message.PollVoteMessage.encode({ selectedOptions: options.map((o) => createHash('sha256').update(o).digest()) }).finish();
-  const sign = Buffer.concat([Buffer.from(context.pollMsgId), Buffer.from(context.pollCreatorJid), Buffer.from(context.voterJid), Buffer.from('Poll Vote'), new Uint8Array([1])]);
-  const key = hmacSign(sign, hmacSign(Buffer.from(context.pollEncKey), Buffer.alloc(32), 'sha256'), 'sha256');
-  const encIv = randomBytes(12);
-  return { encPayload: aesEncryptGCM(plaintext, key, encIv, Buffer.from(`${context.pollMsgId}\u0000${context.voterJid}`)), encIv };
-}
 
 describe('edit, delete and read, as Baileys is handed them', () => {
   it('edit is { text, edit: key }, delete is { delete: key } (ids derived from the action), read is readMessages([key])', async () => {
