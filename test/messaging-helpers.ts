@@ -85,6 +85,8 @@ export interface SandboxMessageBody {
   type: string;
   content: string;
   payload: SandboxPayload | null;
+  editedAt: string | null;
+  deletedAt: string | null;
   mediaBytes: number | null;
   mediaType: string | null;
   fileName: string | null;

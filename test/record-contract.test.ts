@@ -98,13 +98,13 @@ const messageRows = (accountId: string): Json[] => {
     incoming(5, { peer: '6286666666666', peer_lid: '123456789012345@lid', type: 'VIDEO', content: 'look', media: { mimeType: 'video/mp4', fileName: 'clip.mp4', sizeBytes: 1048576, seconds: 12.5 }, created_at: '2024-04-01T10:00:00.000Z', received_at: '2024-04-01T09:59:59.900Z' }),
     // Received media with only a type; received text without a LID.
     incoming(6, { peer: '6287777777777', type: 'DOCUMENT', content: '', media: { mimeType: 'application/pdf' }, created_at: '2024-04-02T10:00:00.000Z', received_at: '2024-04-02T10:00:00.000Z' }),
-    incoming(7, { peer: '6288888888888', type: 'TEXT', content: 'hi', created_at: '2024-04-03T10:00:00.000Z', received_at: '2024-04-03T09:00:00.000Z' }),
+    incoming(7, { peer: '6288888888888', type: 'TEXT', content: 'hi (edited)', created_at: '2024-04-03T10:00:00.000Z', received_at: '2024-04-03T09:00:00.000Z', read_at: '2024-04-03T09:30:00.000Z', edited_at: '2024-04-03T09:05:00.250Z' }),
     // The added kinds: a location replying with mentions, a contact card, a poll, a reaction, a voice note.
     out(8, { peer: '6288888888888', type: 'LOCATION', content: 'here', payload: { location: { latitude: -6.175392, longitude: 106.827153, name: 'Monas', address: 'Jakarta "Pusat"' } }, reply_to: id('msg', 7), mentions: ['6281111111111', '6282222222222'], status: 'SENT', attempts: 1, created_at: '2024-04-04T10:00:00.000Z', sent_at: '2024-04-04T10:00:00.500Z' }),
     incoming(9, { peer: '6288888888888', type: 'CONTACT', content: '', payload: { contacts: [{ name: 'Ani ☎', phoneNumber: '6281234500000' }, { name: 'Budi', phoneNumber: '6281234500001' }] }, created_at: '2024-04-05T10:00:00.000Z', received_at: '2024-04-05T10:00:00.000Z' }),
     out(10, { peer: '6288888888888', type: 'POLL', content: 'Lunch?', payload: { poll: { options: ['Rice', 'Noodles', 'Soup'], multiple: true, voters: { '6281111111111': ['Rice', 'Soup'], '6282222222222': ['Soup'], '6283333333333': [] } } }, status: 'QUEUED', due_at: '2024-04-06T10:00:00.000Z', created_at: '2024-04-06T10:00:00.000Z', queued_at: '2024-04-06T10:00:00.000Z' }),
     incoming(11, { peer: '6288888888888', type: 'REACTION', content: '', payload: { reaction: { messageId: id('msg', 8), emoji: '👍' } }, created_at: '2024-04-07T10:00:00.000Z', received_at: '2024-04-07T10:00:00.000Z' }),
-    out(12, { peer: '6288888888888', type: 'AUDIO', content: '', media_url: 'https://example.test/v.ogg', payload: { voice: true }, status: 'SENT', attempts: 1, created_at: '2024-04-08T10:00:00.000Z', sent_at: '2024-04-08T10:00:01.000Z' }),
+    out(12, { peer: '6288888888888', type: 'AUDIO', content: '', media_url: 'https://example.test/v.ogg', payload: { voice: true }, status: 'SENT', attempts: 1, created_at: '2024-04-08T10:00:00.000Z', sent_at: '2024-04-08T10:00:01.000Z', deleted_at: '2024-04-08T11:00:00.001Z' }),
   ];
 };
 

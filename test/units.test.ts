@@ -3,6 +3,8 @@ import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
 import { normalizePhone, phoneSearchDigits } from '../src/platform/phone.js';
 import { hashPassword, verifyPassword } from '../src/directory/passwords.js';
 import { AppError, ERROR_STATUS, codeToStatus } from '../src/platform/errors.js';
+import { deleteDecision, editContentProblem, editRefusal } from '../src/messaging/message-actions.js';
+import { MESSAGE_WINDOWS } from '../src/network/network.js';
 import { newId } from '../src/platform/ids.js';
 import { redactUrl } from '../src/http/redact.js';
 
@@ -75,7 +77,7 @@ describe('errors', () => {
     expect(codeToStatus('FORBIDDEN')).toBe(403);
     expect(codeToStatus('PLAN_LIMIT')).toBe(403);
     expect(codeToStatus('NOT_FOUND')).toBe(404);
-    for (const code of ['CONFLICT', 'CONTACT_EXISTS', 'NO_CONNECTED_DEVICE', 'IDEMPOTENCY_KEY_REUSED'] as const) {
+    for (const code of ['CONFLICT', 'CONTACT_EXISTS', 'NO_CONNECTED_DEVICE', 'IDEMPOTENCY_KEY_REUSED', 'NOT_EDITABLE', 'NOT_DELETABLE'] as const) {
       expect(codeToStatus(code)).toBe(409);
     }
     expect(codeToStatus('PAYLOAD_TOO_LARGE')).toBe(413);
@@ -83,6 +85,36 @@ describe('errors', () => {
     expect(codeToStatus('INTERNAL')).toBe(500);
     for (const status of Object.values(ERROR_STATUS)) expect(status).toBeGreaterThanOrEqual(400);
     expect(new AppError('CONTACT_EXISTS', 'x').statusCode).toBe(409);
+  });
+});
+
+describe('edit and delete windows (message-actions.ts)', () => {
+  const sentAt = new Date('2026-01-01T10:00:00.000Z');
+  const sent = { direction: 'out' as const, type: 'TEXT' as const, status: 'DELIVERED' as const, sent_at: sentAt, received_at: null };
+  const at = (ms: number): Date => new Date(sentAt.getTime() + ms);
+
+  it('an edit is allowed up to exactly 15 minutes after sentAt, a delete up to 48 hours, for the sender only', () => {
+    expect(editRefusal(sent, 'account', at(MESSAGE_WINDOWS.editMs))).toBeUndefined();
+    expect(editRefusal(sent, 'account', at(MESSAGE_WINDOWS.editMs + 1))).toMatch(/15 minutes/);
+    expect(deleteDecision(sent, 'account', at(MESSAGE_WINDOWS.deleteMs))).toEqual({ kind: 'revoke' });
+    expect(deleteDecision(sent, 'account', at(MESSAGE_WINDOWS.deleteMs + 1))).toMatchObject({ kind: 'refuse', reason: expect.stringMatching(/48 hours/) });
+    const theirs = { ...sent, direction: 'in' as const, status: 'RECEIVED' as const, sent_at: null, received_at: sentAt };
+    expect(editRefusal(theirs, 'other side', at(1000))).toBeUndefined();
+    expect(editRefusal(theirs, 'account', at(1000))).toMatch(/account sent/);
+    expect(editRefusal(sent, 'other side', at(1000))).toMatch(/other side/);
+  });
+
+  it('types, states and deletes decide before the window', () => {
+    expect(editRefusal({ ...sent, type: 'POLL' }, 'account', at(0))).toMatch(/POLL/);
+    expect(editRefusal({ ...sent, type: 'IMAGE' }, 'account', at(0))).toBeUndefined();
+    expect(editRefusal({ ...sent, deleted_at: at(1) }, 'account', at(2))).toMatch(/deleted/);
+    expect(editRefusal({ ...sent, status: 'QUEUED', sent_at: null }, 'account', at(0))).toMatch(/cancel it/);
+    expect(deleteDecision({ ...sent, status: 'SCHEDULED', sent_at: null }, 'account', at(0))).toEqual({ kind: 'cancel' });
+    expect(deleteDecision({ ...sent, status: 'SENDING', sent_at: null }, 'account', at(0))).toMatchObject({ kind: 'refuse', reason: expect.stringMatching(/try again/) });
+    expect(deleteDecision({ ...sent, deleted_at: at(1) }, 'account', at(2))).toEqual({ kind: 'already' });
+    expect(editContentProblem('TEXT', ' ')).toBe('must not be empty');
+    expect(editContentProblem('IMAGE', 'x'.repeat(1025))).toMatch(/1024/);
+    expect(editContentProblem('TEXT', 'x'.repeat(1025))).toBeUndefined();
   });
 });
 

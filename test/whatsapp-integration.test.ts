@@ -16,9 +16,9 @@ import { GuardedHttp } from '../src/outbound/ssrf.js';
 import { BulkFanout } from '../src/messaging/bulk-fanout.js';
 import { DeviceSupervisor } from '../src/devices/device-supervisor.js';
 import { createTenant, createTestApp, expectError, json, type Tenant, type TestContext } from './helpers.js';
-import { getDevice, getJob, getMessage, listMessages, send, sendBulk, sleep, waitFor, type DeviceBody, type QrBody } from './messaging-helpers.js';
+import { call, getDevice, getJob, getMessage, listMessages, send, sendBulk, sleep, waitFor, type DeviceBody, type QrBody } from './messaging-helpers.js';
 import { FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
-import { realHelpers, testVersionSource } from './whatsapp/harness.js';
+import { encryptVote, realHelpers, testVersionSource } from './whatsapp/harness.js';
 
 let ctx: TestContext;
 let tenant: Tenant;
@@ -197,6 +197,51 @@ describe('NETWORK=whatsapp through the API', () => {
     socket.incoming([{ key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'INCOMING-1', fromMe: false }, message: { conversation: 'is it in stock?' } }], 'append');
     await sleep(200);
     expect(await events('message.received')).toHaveLength(2);
+  });
+
+  it('edit, delete for everyone and read receipts reach Baileys through the device\'s worker; the other side\'s edit and a poll vote land on the record', async () => {
+    const sent = json<{ message: { id: string } }>(await send(ctx, tenant, { recipients: ['6281200000021'], type: 'TEXT', content: 'see you at 5', deviceId })).message;
+    const [row] = await ctx.database.query<{ network_message_id: string }>('SELECT network_message_id FROM messages WHERE id = $1', [sent.id]);
+    const key = { remoteJid: '6281200000021@s.whatsapp.net', fromMe: true, id: row!.network_message_id };
+    expect((await call(ctx, tenant, 'PATCH', `/messages/${sent.id}`, { content: 'see you at 6' })).statusCode).toBe(200);
+    await waitFor(() => socket.sent.some((s) => 'edit' in s.content && s.content.text === 'see you at 6'), 3_000, 'the edit handed to Baileys');
+    expect(socket.sent.find((s) => 'edit' in s.content)!.content).toEqual({ text: 'see you at 6', linkPreview: null, edit: key });
+    expect((await call(ctx, tenant, 'DELETE', `/messages/${sent.id}`)).statusCode).toBe(200);
+    await waitFor(() => socket.sent.some((s) => 'delete' in s.content), 3_000, 'the delete handed to Baileys');
+    expect(socket.sent.find((s) => 'delete' in s.content)!.content).toEqual({ delete: key });
+    // Both done: nothing left in the queue of actions.
+    await waitFor(async () => (await ctx.database.query('SELECT 1 FROM message_actions WHERE message_id = $1', [sent.id])).length === 0, 3_000, 'the actions done');
+
+    // The incoming INCOMING-1 (above): read receipt, then its sender edits it.
+    const incoming = (await listMessages(ctx, tenant, 'direction=in&to=6281388888888')).data[0]!;
+    expect((await call(ctx, tenant, 'POST', `/messages/${incoming.id}/read`)).statusCode).toBe(200);
+    await waitFor(() => socket.reads.some((k) => k.id === 'INCOMING-1'), 3_000, 'the read receipt');
+    expect(socket.reads.find((k) => k.id === 'INCOMING-1')).toEqual({ remoteJid: '6281388888888@s.whatsapp.net', fromMe: false, id: 'INCOMING-1' });
+    socket.incoming([
+      {
+        key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'EDIT-1', fromMe: false },
+        message: { protocolMessage: { key: { remoteJid: '6281388888888@s.whatsapp.net', fromMe: true, id: 'INCOMING-1' }, type: 14, editedMessage: { conversation: 'is it in stock in blue?' } } },
+      },
+    ]);
+    const edited = await waitFor(async () => (await events('message.edited')).find((e) => e.data.id === incoming.id), 3_000, 'message.edited');
+    expect(edited.data).toMatchObject({ content: 'is it in stock in blue?', from: '6281388888888' });
+
+    // A poll and a vote on it, decrypted with the secret stored when it went out.
+    const poll = json<{ message: { id: string } }>(await send(ctx, tenant, { recipients: ['6281388888888'], type: 'POLL', content: 'Colour?', poll: { options: ['Red', 'Blue'] }, deviceId })).message;
+    const [pollRow] = await ctx.database.query<{ network_message_id: string; secret: Uint8Array }>(
+      'SELECT m.network_message_id, p.secret FROM messages m JOIN whatsapp_polls p ON p.device_id = m.device_id AND p.message_id = m.network_message_id WHERE m.id = $1',
+      [poll.id],
+    );
+    const vote = await encryptVote(['Blue'], { pollCreatorJid: '6281377777777@s.whatsapp.net', pollMsgId: pollRow!.network_message_id, pollEncKey: pollRow!.secret, voterJid: '6281388888888@s.whatsapp.net' });
+    socket.incoming([
+      {
+        key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'VOTE-1', fromMe: false },
+        message: { pollUpdateMessage: { pollCreationMessageKey: { remoteJid: '6281388888888@s.whatsapp.net', fromMe: true, id: pollRow!.network_message_id }, vote } },
+      },
+    ]);
+    const voted = await waitFor(async () => (await events('poll.vote')).find((e) => e.data.messageId === poll.id), 3_000, 'poll.vote');
+    expect(voted.data).toEqual({ messageId: poll.id, voter: '6281388888888', options: ['Blue'] });
+    expect((await getMessage(ctx, tenant, poll.id)).poll?.votes).toEqual([{ option: 'Red', count: 0 }, { option: 'Blue', count: 1 }]);
   });
 
   it('a rate limit becomes a device.status event carrying the warning; the message is retried, not failed', async () => {

@@ -82,8 +82,9 @@ describe('sending each kind', () => {
           ],
         },
       },
-      { poll: { name: 'Lunch?', values: ['Rice', 'Noodles'], selectableCount: 1 } },
-      { poll: { name: 'Toppings?', values: ['Egg', 'Chili', 'Tofu'], selectableCount: 0 } },
+      // The poll's message secret is the one stored for its votes (test/whatsapp-actions.test.ts).
+      { poll: { name: 'Lunch?', values: ['Rice', 'Noodles'], selectableCount: 1, messageSecret: expect.any(Uint8Array) as Uint8Array } },
+      { poll: { name: 'Toppings?', values: ['Egg', 'Chili', 'Tofu'], selectableCount: 0, messageSecret: expect.any(Uint8Array) as Uint8Array } },
       { react: { text: '👍', key: { remoteJid: JID, fromMe: false, id: '3EB0TARGET' } } },
       { react: { text: '', key: { remoteJid: JID, fromMe: true, id: '3EB0TARGET' } } },
     ]);

@@ -1,6 +1,6 @@
 -- A message as the API shows it (MessageSchema in src/messaging/message-record.ts, mapped by
--- toMessage in src/messaging/message-model.ts), for the payloads of message.status and
--- message.received. test/record-contract.test.ts keeps it equal to toMessage.
+-- toMessage in src/messaging/message-model.ts), for the payloads of message.status,
+-- message.received, message.edited and message.deleted. test/record-contract.test.ts keeps it equal to toMessage.
 CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT jsonb_build_object(
     'id', m.id, 'direction', m.direction, 'deviceId', m.device_id, 'jobId', m.job_id,
@@ -18,5 +18,6 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
       'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option,
                                     'count', (SELECT count(*) FROM jsonb_each(m.payload->'poll'->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
                            FROM jsonb_array_elements_text(m.payload->'poll'->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb)) END,
-    'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions))
+    'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions),
+    'editedAt', waygate_ts(m.edited_at), 'deletedAt', waygate_ts(m.deleted_at))
 $$;

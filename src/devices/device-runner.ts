@@ -8,7 +8,8 @@ import type { Bus } from '../platform/bus.js';
 import { BatchPump } from '../platform/batch-pump.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { newId } from '../platform/ids.js';
-import { isMediaType, type DeviceInfo, type Network, type NetworkEvent, type NetworkSession, type OutgoingMedia, type OutgoingMessage } from '../network/network.js';
+import { isMediaType, type DeviceInfo, type Network, type NetworkEvent, type NetworkSession, type OutgoingMedia, type OutgoingMessage, type SendResult } from '../network/network.js';
+import type { ClaimedAction } from '../messaging/action-store.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
@@ -38,6 +39,9 @@ export interface DeviceRunnerOptions {
 }
 
 const MAX_IDLE_WAIT_MS = 1_000;
+/** Edits, deletes and read receipts: how many per turn, and how long the loop idles (a wake-up comes with each new one). */
+const ACTIONS_PER_TURN = 20;
+const ACTIONS_IDLE_MS = 5_000;
 /** Direct sends handed over by the API in this process: batches in flight at once. */
 const DIRECT_PIPELINES = 2;
 const RECONNECT_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -79,6 +83,9 @@ export class DeviceRunner {
       this.loops.push(loop);
       loop.start();
     }
+    const actions = new WakeLoop(() => this.actionsTurn(), { name: `actions of ${this.deviceId}`, log: this.options.log, errorBackoffMs: MAX_IDLE_WAIT_MS });
+    this.loops.push(actions);
+    actions.start();
   }
 
   /** Whether the API in this process may hand direct sends to this runner now. */
@@ -158,6 +165,12 @@ export class DeviceRunner {
         return;
       case 'poll-vote':
         await queue.recordPollVote(this.deviceId, event);
+        return;
+      case 'edited':
+        await queue.applyRemoteChange(this.deviceId, 'edit', event);
+        return;
+      case 'deleted':
+        await queue.applyRemoteChange(this.deviceId, 'delete', event);
         return;
     }
   }
@@ -270,6 +283,22 @@ export class DeviceRunner {
     return next ? Math.min(MAX_IDLE_WAIT_MS, next.getTime() - Date.now()) : MAX_IDLE_WAIT_MS;
   }
 
+  /**
+   * One turn of edits, deletes and read receipts: each handed to the network in the order they
+   * were made (an edit before the delete that follows it), then their outcomes written.
+   */
+  private async actionsTurn(): Promise<number> {
+    const session = this.session;
+    if (this.stopped || !session || this.status !== 'CONNECTED' || !this.options.leaseValid()) return ACTIONS_IDLE_MS;
+    const claimed = await this.options.queue.claimActions(this.deviceId, ACTIONS_PER_TURN);
+    if (claimed.length === 0) return ACTIONS_IDLE_MS;
+    const results: { action: ClaimedAction; result: SendResult }[] = [];
+    for (const action of claimed) results.push({ action, result: await performAction(session, action) });
+    const { failed } = await this.options.queue.finishActions(results);
+    for (const failure of failed) this.options.log.warn({ deviceId: this.deviceId, actionId: failure.id, code: failure.code }, `the network did not take an edit, delete or read receipt: ${failure.message}`);
+    return 0;
+  }
+
   private capLoggedUntil = 0;
 
   private noteCapReached(resumeAt: Date): void {
@@ -332,6 +361,24 @@ export class DeviceRunner {
     } catch (error) {
       return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
     }
+  }
+}
+
+/** Hands one edit, delete or read receipt to the network; a throw is a transient failure. */
+async function performAction(session: NetworkSession, action: ClaimedAction): Promise<SendResult> {
+  const { target } = action;
+  if (!target) return { ok: false, permanent: true, code: 'REFERENCE_MISSING', message: 'The message is no longer stored' };
+  try {
+    switch (action.action) {
+      case 'edit':
+        return await session.edit(target, action.content ?? '');
+      case 'delete':
+        return await session.revoke(target);
+      case 'read':
+        return await session.markRead(target);
+    }
+  } catch (error) {
+    return { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message };
   }
 }
 

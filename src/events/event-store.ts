@@ -11,6 +11,8 @@ export const EVENT_TYPES = [
   'message.received',
   'message.status',
   'message.reaction',
+  'message.edited',
+  'message.deleted',
   'poll.vote',
   'device.status',
   'bulk_job.completed',

@@ -65,9 +65,12 @@ export interface MessageRow {
   failed_at: Date | null;
   cancelled_at: Date | null;
   received_at: Date | null;
+  network_message_id: string;
   payload: KindPayload | null;
   reply_to: string | null;
   mentions: string[] | null;
+  edited_at?: Date | null;
+  deleted_at?: Date | null;
 }
 
 /** The one place that maps a message's columns to its fields (waygate_message_json does the same in SQL, kept equal by test/record-contract.test.ts). */
@@ -101,6 +104,8 @@ export const toMessage = (r: MessageRow): Message => ({
   reaction: r.payload?.reaction ?? null,
   replyTo: r.reply_to,
   mentions: r.mentions,
+  editedAt: r.edited_at ?? null,
+  deletedAt: r.deleted_at ?? null,
 });
 
 export interface BulkJobRow {

@@ -12,6 +12,9 @@ import type { MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
 import { applyReceipts, failWaiting, writeOutcomes, type Failure, type Retry } from './outcomes.js';
+import * as actions from './action-store.js';
+import type { ClaimedAction, RemoteChange } from './action-store.js';
+import type { SendResult } from '../network/network.js';
 
 export type { ClaimedMessage } from './message-store.js';
 
@@ -31,7 +34,7 @@ export interface FinalizeSummary {
 }
 
 /** Backoff for transient failures: 1 s, 2 s, 4 s … capped at 5 min, with ±20% jitter. */
-function retryDelayMs(attempt: number): number {
+export function retryDelayMs(attempt: number): number {
   const base = Math.min(300_000, 1000 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
@@ -149,6 +152,30 @@ export class MessageQueue {
   /** Records a vote on a poll of the device, with its poll.vote event. */
   async recordPollVote(deviceId: string, vote: messages.PollVote): Promise<void> {
     if (await messages.recordPollVote(this.database, deviceId, vote)) this.onEvents();
+  }
+
+  /** Claims due edits, deletes and read receipts of a device for the network. */
+  claimActions(deviceId: string, limit: number): Promise<ClaimedAction[]> {
+    return actions.claimActions(this.database, deviceId, limit);
+  }
+
+  /** Writes what the network did with claimed actions: done, given up (permanent, or out of attempts), or retried later. */
+  async finishActions(results: { action: ClaimedAction; result: SendResult }[], now = Date.now()): Promise<actions.ActionOutcomes> {
+    const outcomes: actions.ActionOutcomes = { done: [], failed: [], retry: [] };
+    for (const { action, result } of results) {
+      if (result.ok) outcomes.done.push(action.id);
+      else if (result.permanent || action.attempts >= this.maxAttempts) outcomes.failed.push({ id: action.id, code: result.code, message: result.message });
+      else outcomes.retry.push({ id: action.id, dueAt: new Date(now + retryDelayMs(action.attempts)), code: result.code, message: result.message });
+    }
+    await actions.finishActions(this.database, outcomes);
+    return outcomes;
+  }
+
+  /** Writes an edit or a delete the sender made on the network, with its event. */
+  async applyRemoteChange(deviceId: string, kind: 'edit' | 'delete', change: RemoteChange): Promise<boolean> {
+    const changed = await actions.applyRemoteChange(this.database, deviceId, kind, change);
+    if (changed) this.onEvents();
+    return changed;
   }
 
   /** Stores an incoming message with its message.received event; a redelivery is ignored. */

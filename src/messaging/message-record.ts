@@ -92,6 +92,12 @@ export const MessageSchema = Type.Object({
   reaction: Type.Union([ReactionSchema, Type.Null()], { description: 'REACTION' }),
   replyTo: Type.Union([Type.String(), Type.Null()], { description: 'The message this one quotes (null: none, or one Waygate does not know)' }),
   mentions: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Phone numbers mentioned' }),
+  editedAt: Type.Union([DateTime, Type.Null()], {
+    description: 'When the text or caption was last edited (PATCH /messages/:id, or the sender of an incoming message); `content` is the edited text',
+  }),
+  deletedAt: Type.Union([DateTime, Type.Null()], {
+    description: 'When the message was deleted for everyone (DELETE /messages/:id, or by its sender); `content` is kept',
+  }),
 });
 
 /** A bulk job with its live counters. The API writes the fields in this order. */

@@ -152,6 +152,12 @@ export async function lockMessageStatus(tx: Queryable, accountId: string, id: st
   return row?.status;
 }
 
+/** A message of the account, locked for an action on it (edit, delete, read). */
+export async function lockMessage(tx: Queryable, accountId: string, id: string): Promise<MessageRow | undefined> {
+  const [row] = await tx.query<MessageRow>('SELECT * FROM messages WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
+  return row;
+}
+
 export async function getMessage(db: Queryable, accountId: string, id: string): Promise<MessageRow | undefined> {
   const [row] = await db.query<MessageRow>('SELECT * FROM messages WHERE id = $1 AND account_id = $2', [id, accountId]);
   return row;

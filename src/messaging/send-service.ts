@@ -24,11 +24,11 @@ import * as store from './message-store.js';
 import { CANCELLABLE_STATUSES, OPEN_JOB_STATUSES, isSettled } from './message-states.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
 import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput, type Referenced } from './message-kinds.js';
+import { deleteDecision, editContentProblem, editRefusal, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from './message-actions.js';
+import { recordAction } from './action-store.js';
 
 
 const DIRECT_SEND_MAX = 10;
-const MAX_TEXT_LENGTH = 4096;
-const MAX_CAPTION_LENGTH = 1024;
 const PAST_TOLERANCE_MS = 60_000;
 const MAX_AHEAD_MS = 365 * 24 * 3600 * 1000;
 const TIMEZONE = /(Z|[+-]\d{2}:?\d{2})$/i;
@@ -345,6 +345,69 @@ export class MessageService {
       const { jobIds } = await store.cancelMessages(tx, { message: id });
       await jobs.completeJobs(tx, jobIds);
     });
+    return this.get(accountId, id);
+  }
+
+  /**
+   * Edits the text (or caption) of a message the account sent, within the network's window: the
+   * record and its message.edited event at once, the network through the device's owner. Not
+   * counted against the plan.
+   */
+  async edit(accountId: string, id: string, content: string, now: Date = new Date()): Promise<Message> {
+    const deviceId = await this.database.transaction(async (tx) => {
+      const row = await store.lockMessage(tx, accountId, id);
+      if (!row) throw new AppError('NOT_FOUND', 'Message not found');
+      const refusal = editRefusal(row, 'account', now);
+      if (refusal) throw new AppError('NOT_EDITABLE', refusal, { status: row.status, type: row.type, sentAt: row.sent_at?.toISOString() ?? null });
+      const problem = editContentProblem(row.type, content);
+      if (problem) throw new AppError('VALIDATION_ERROR', `content ${problem}`, [{ field: 'content', message: problem }]);
+      return recordAction(tx, id, 'edit', { content, event: 'message.edited', toNetwork: true });
+    });
+    if (deviceId) this.dispatcher.wake(deviceId);
+    return this.get(accountId, id);
+  }
+
+  /**
+   * Deletes a message the account sent for everyone, within the network's window (a SCHEDULED or
+   * QUEUED one is cancelled and refunded instead); deleting it again changes nothing. The record
+   * and its message.deleted event at once, the network through the device's owner.
+   */
+  async deleteForEveryone(accountId: string, id: string, now: Date = new Date()): Promise<Message> {
+    const deviceId = await this.database.transaction(async (tx) => {
+      const row = await store.lockMessage(tx, accountId, id);
+      if (!row) throw new AppError('NOT_FOUND', 'Message not found');
+      const decision = deleteDecision(row, 'account', now);
+      switch (decision.kind) {
+        case 'refuse':
+          throw new AppError('NOT_DELETABLE', decision.reason, { status: row.status, type: row.type, sentAt: row.sent_at?.toISOString() ?? null });
+        case 'already':
+          return undefined;
+        case 'cancel': {
+          const { jobIds } = await store.cancelMessages(tx, { message: id });
+          await jobs.completeJobs(tx, jobIds);
+          await recordAction(tx, id, 'delete', { event: 'message.deleted', toNetwork: false });
+          return undefined;
+        }
+        case 'revoke':
+          return recordAction(tx, id, 'delete', { event: 'message.deleted', toNetwork: true });
+      }
+    });
+    if (deviceId) this.dispatcher.wake(deviceId);
+    return this.get(accountId, id);
+  }
+
+  /** Sends the read receipt of an incoming message (once: marking it again changes nothing). */
+  async markRead(accountId: string, id: string): Promise<Message> {
+    const deviceId = await this.database.transaction(async (tx) => {
+      const row = await store.lockMessage(tx, accountId, id);
+      if (!row) throw new AppError('NOT_FOUND', 'Message not found');
+      if (row.direction !== 'in') {
+        throw new AppError('CONFLICT', 'Only an incoming message is marked read; the read receipts of sent messages come from the network (readAt)', { direction: row.direction });
+      }
+      if (row.read_at) return undefined;
+      return recordAction(tx, id, 'read', { toNetwork: true });
+    });
+    if (deviceId) this.dispatcher.wake(deviceId);
     return this.get(accountId, id);
   }
 }

@@ -39,6 +39,16 @@ export interface MessageRef {
   kind?: KindFields | undefined;
 }
 
+/**
+ * How long after it was sent a message may still be edited, or deleted for everyone: WhatsApp's
+ * windows. The API checks them before it accepts an edit or a delete, and the sandbox network
+ * enforces the same ones, for the account's messages and for the other side's.
+ */
+export const MESSAGE_WINDOWS = { editMs: 15 * 60 * 1000, deleteMs: 48 * 60 * 60 * 1000 } as const;
+
+/** Whether a message sent at `sentAt` is still inside `window` at `now`. */
+export const withinWindow = (sentAt: Date, windowMs: number, now: Date = new Date()): boolean => now.getTime() - sentAt.getTime() <= windowMs;
+
 export interface OutgoingMedia {
   data: Buffer;
   mimeType: string;
@@ -109,6 +119,13 @@ export type NetworkEvent =
       mentions?: string[] | undefined;
       at: Date;
     }
+  /**
+   * The sender edited a message (the other party one of theirs, or the device's own phone one of
+   * the device's: `fromMe`); `chat` is the other party, as `from` of an incoming message.
+   */
+  | { type: 'edited'; networkMessageId: string; chat: string; fromMe: boolean; content: string; at: Date }
+  /** The sender deleted a message for everyone (as `edited`). */
+  | { type: 'deleted'; networkMessageId: string; chat: string; fromMe: boolean; at: Date }
   /** A vote on a poll the device sent: the voter's current choice (no options: the vote was taken back). */
   | { type: 'poll-vote'; pollNetworkMessageId: string; voter: string; options: string[]; at: Date }
   | { type: 'warning'; code: string; message: string }
@@ -126,6 +143,12 @@ export interface SessionHandlers {
 export interface NetworkSession {
   /** Resolves on the network's acknowledgement (server ack), or with the failure. */
   send(message: OutgoingMessage): Promise<SendResult>;
+  /** Replaces the text (or caption) of a message the device sent. */
+  edit(target: MessageRef, content: string): Promise<SendResult>;
+  /** Deletes a message the device sent, for everyone. */
+  revoke(target: MessageRef): Promise<SendResult>;
+  /** Sends the read receipt of a message the device received. */
+  markRead(target: MessageRef): Promise<SendResult>;
   /** Reconnect after a transient drop; resolves when the attempt has been made. */
   reconnect(): Promise<void>;
   /** Unlink the device from the phone (DELETE /devices/:id). */

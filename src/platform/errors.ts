@@ -15,6 +15,10 @@ export const ERROR_STATUS = {
   CONTACT_EXISTS: 409,
   NO_CONNECTED_DEVICE: 409,
   IDEMPOTENCY_KEY_REUSED: 409,
+  /** An edit of a message that cannot be edited (its type, its state, or past the network's window). */
+  NOT_EDITABLE: 409,
+  /** A delete for everyone of a message that cannot be deleted (its state, or past the network's window). */
+  NOT_DELETABLE: 409,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
   UNSUPPORTED_MEDIA_TYPE: 415,

@@ -4,6 +4,7 @@
  * counter triggers) live in their own custom migrations.
  */
 import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
 
@@ -273,6 +274,10 @@ export const messages = pgTable(
     replyTo: text('reply_to'),
     /** Numbers mentioned (E.164 digits). */
     mentions: text('mentions').array(),
+    /** When the text or caption was last edited (by the account, or by the sender of an incoming message). */
+    editedAt: ts('edited_at'),
+    /** When the message was deleted for everyone (content is kept; see docs/api.md). */
+    deletedAt: ts('deleted_at'),
   },
   (t) => [
     index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),
@@ -428,6 +433,9 @@ export const sandboxMessages = pgTable(
     readAt: ts('read_at'),
     deliveredAt: ts('delivered_at'),
     readReceiptAt: ts('read_receipt_at'),
+    /** The sender edited it (content is the latest text) / deleted it for everyone. */
+    editedAt: ts('edited_at'),
+    deletedAt: ts('deleted_at'),
   },
   (t) => [
     primaryKey({ columns: [t.deviceId, t.networkMessageId] }),
@@ -447,6 +455,43 @@ export const sandboxIncoming = pgTable('sandbox_incoming', {
   payload: jsonb('payload'),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
+
+/** Incoming messages the device marked read, as the sandbox network saw the receipts. */
+export const sandboxReads = pgTable(
+  'sandbox_reads',
+  {
+    deviceId: text('device_id').notNull(),
+    networkMessageId: text('network_message_id').notNull(),
+    readAt: ts('read_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.deviceId, t.networkMessageId] })],
+);
+
+/**
+ * Edits, deletes for everyone and read receipts on their way to the network: a queue the worker
+ * holding the device works through (due_at set while an action waits; NULL once done or given up).
+ */
+export const messageActions = pgTable(
+  'message_actions',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    accountId: text('account_id').notNull(),
+    deviceId: text('device_id')
+      .notNull()
+      .references(() => devices.id, { onDelete: 'cascade' }),
+    messageId: text('message_id').notNull(),
+    /** 'edit' | 'delete' | 'read' */
+    action: text('action').notNull(),
+    /** edit: the new text or caption. */
+    content: text('content'),
+    attempts: integer('attempts').notNull().default(0),
+    dueAt: ts('due_at').defaultNow(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+  },
+  (t) => [index('message_actions_due_idx').on(t.deviceId, t.dueAt).where(sql`${t.dueAt} IS NOT NULL`)],
+);
 
 export const schema = {
   plans,
@@ -469,5 +514,7 @@ export const schema = {
   sandboxPhones,
   sandboxMessages,
   sandboxIncoming,
+  sandboxReads,
+  messageActions,
 };
 export type Schema = typeof schema;

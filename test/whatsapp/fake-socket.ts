@@ -16,6 +16,7 @@ import type {
   WAEventMap,
   WAEventName,
   WAMessage,
+  WAMessageKey,
   WAOutgoingContent,
   WASendOptions,
   WASocketLike,
@@ -41,6 +42,8 @@ export class FakeSocket implements WASocketLike {
   user: { id: string; lid?: string } | undefined;
   readonly sent: SentMessage[] = [];
   readonly pairingRequests: string[] = [];
+  /** Keys handed to readMessages (read receipts sent). */
+  readonly reads: WAMessageKey[] = [];
   notOnWhatsApp = new Set<string>();
   ack: AckBehaviour = { kind: 'server-ack' };
   ended = false;
@@ -128,6 +131,11 @@ export class FakeSocket implements WASocketLike {
     return { key: { remoteJid: jid, fromMe: true, id: options.messageId }, message: generatedMessage(content), status: 1 };
   }
 
+  async readMessages(keys: WAMessageKey[]): Promise<void> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.reads.push(...keys);
+  }
+
   async requestPairingCode(phoneNumber: string): Promise<string> {
     if (this.ended) throw boom(428, 'Connection Closed');
     this.pairingRequests.push(phoneNumber);
@@ -162,6 +170,9 @@ export class FakeSocket implements WASocketLike {
  * keys a retry needs (url, mediaKey, sha256s; fixed bytes here).
  */
 export function generatedMessage(content: WAOutgoingContent): Record<string, unknown> {
+  // protocolMessage.type: proto.Message.ProtocolMessage.Type MESSAGE_EDIT (14) and REVOKE (0); timestampMs: Date.now().
+  if ('edit' in content) return { protocolMessage: { key: content.edit, editedMessage: { extendedTextMessage: { text: content.text } }, timestampMs: 1_700_000_000_000, type: 14 } };
+  if ('delete' in content) return { protocolMessage: { key: content.delete, type: 0 } };
   if ('text' in content) return { extendedTextMessage: { text: content.text } };
   // As lib/Utils/messages.js generateWAMessageContent builds them.
   if ('location' in content) return { locationMessage: content.location };
@@ -171,7 +182,7 @@ export function generatedMessage(content: WAOutgoingContent): Record<string, unk
   }
   if ('poll' in content) {
     const poll = { name: content.poll.name, selectableOptionsCount: content.poll.selectableCount, options: content.poll.values.map((optionName) => ({ optionName })) };
-    return { messageContextInfo: { messageSecret: Buffer.alloc(32, 5) }, [content.poll.selectableCount === 1 ? 'pollCreationMessageV3' : 'pollCreationMessage']: poll };
+    return { messageContextInfo: { messageSecret: content.poll.messageSecret ?? Buffer.alloc(32, 5) }, [content.poll.selectableCount === 1 ? 'pollCreationMessageV3' : 'pollCreationMessage']: poll };
   }
   if ('react' in content) return { reactionMessage: { ...content.react, senderTimestampMs: 1_700_000_000_000 } };
   const uploaded = {

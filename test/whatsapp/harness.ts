@@ -3,13 +3,14 @@
  * auth state, warm-up and LID tables are real), recording the events the session reports and
  * every log line it writes.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { loadConfig, type WhatsAppConfig } from '../../src/config.js';
 import { newId } from '../../src/platform/ids.js';
 import type { DeviceInfo, NetworkEvent } from '../../src/network/network.js';
 import { baileysHelpers, loadBaileys } from '../../src/network/whatsapp/baileys.js';
-import type { BaileysHelpers } from '../../src/network/whatsapp/types.js';
+import type { BaileysHelpers, WAPollEncValue } from '../../src/network/whatsapp/types.js';
 import { WaVersionSource, type WaVersion } from '../../src/network/whatsapp/version.js';
 import { WhatsAppNetwork, type WhatsAppSession } from '../../src/network/whatsapp/whatsapp-network.js';
 import type { TestContext } from '../helpers.js';
@@ -110,4 +111,14 @@ export async function createHarness(
 
 export function eventsOf<T extends NetworkEvent['type']>(events: NetworkEvent[], type: T): Extract<NetworkEvent, { type: T }>[] {
   return events.filter((event): event is Extract<NetworkEvent, { type: T }> => event.type === type);
+}
+
+/** A vote as the voter's phone encrypts it: the inverse of Baileys' decryptPollVote, with Baileys' own crypto. */
+export async function encryptVote(options: string[], context: { pollCreatorJid: string; pollMsgId: string; pollEncKey: Uint8Array; voterJid: string }): Promise<WAPollEncValue> {
+  const { proto, hmacSign, aesEncryptGCM } = await import('baileys');
+  const plaintext = proto.Message.PollVoteMessage.encode({ selectedOptions: options.map((o) => createHash('sha256').update(o).digest()) }).finish();
+  const sign = Buffer.concat([Buffer.from(context.pollMsgId), Buffer.from(context.pollCreatorJid), Buffer.from(context.voterJid), Buffer.from('Poll Vote'), new Uint8Array([1])]);
+  const key = hmacSign(sign, hmacSign(Buffer.from(context.pollEncKey), Buffer.alloc(32), 'sha256'), 'sha256');
+  const encIv = randomBytes(12);
+  return { encPayload: aesEncryptGCM(plaintext, key, encIv, Buffer.from(`${context.pollMsgId}\u0000${context.voterJid}`)), encIv };
 }

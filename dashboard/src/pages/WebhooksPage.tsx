@@ -4,7 +4,7 @@ import { api, ApiError } from '../api';
 import type { Listing, One, Page, Webhook, WebhookDelivery } from '../types';
 import { ConfirmButton, CopyButton, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
 
-const EVENT_TYPES = ['message.received', 'message.status', 'message.reaction', 'poll.vote', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled'];
+const EVENT_TYPES = ['message.received', 'message.status', 'message.reaction', 'message.edited', 'message.deleted', 'poll.vote', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled'];
 
 export function WebhooksPage() {
   const webhooks = useQuery({ queryKey: ['webhooks', 'list'], queryFn: () => api<Page<Webhook>>('/webhooks', { query: { limit: 100 } }) });

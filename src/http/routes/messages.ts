@@ -168,6 +168,61 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     async (request) => ({ success: true as const, data: await messages.get(auth(request).accountId, request.params.id) }),
   );
 
+  app.patch(
+    '/messages/:id',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['messages'],
+        summary: 'Edit the text (or caption) of a sent message, within 15 minutes of sentAt',
+        description:
+          'For a TEXT message, or the caption of an IMAGE, VIDEO or DOCUMENT, that the network has taken (SENT, DELIVERED or READ), within 15 minutes of sentAt ' +
+          '(the network\'s window); otherwise 409 NOT_EDITABLE. The record shows the new content and editedAt at once, a `message.edited` event is written, ' +
+          'and the device hands the edit to the network. Not counted against the plan.',
+        params: IdParams,
+        body: Type.Object(
+          { content: Type.String({ minLength: 1, maxLength: 4096, description: 'The new text (at most 4096 characters) or caption (at most 1024)' }) },
+          { additionalProperties: false },
+        ),
+        response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'NOT_EDITABLE') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await messages.edit(auth(request).accountId, request.params.id, request.body.content) }),
+  );
+
+  app.delete(
+    '/messages/:id',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['messages'],
+        summary: 'Delete a sent message for everyone, within 48 hours of sentAt (a SCHEDULED or QUEUED one is cancelled instead)',
+        description:
+          'A message the network has taken is deleted on the network for everyone, within 48 hours of sentAt; later, or one that is SENDING, FAILED, CANCELLED, ' +
+          'incoming or a REACTION: 409 NOT_DELETABLE. A SCHEDULED or QUEUED message is cancelled (and refunded) instead. Sets deletedAt (the content is kept) and ' +
+          'writes a `message.deleted` event; deleting it again changes nothing. Not counted against the plan.',
+        params: IdParams,
+        response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'NOT_DELETABLE') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await messages.deleteForEveryone(auth(request).accountId, request.params.id) }),
+  );
+
+  app.post(
+    '/messages/:id/read',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['messages'],
+        summary: 'Mark an incoming message read: the read receipt goes to the sender',
+        description: 'Sets readAt on the incoming message and sends the read receipt through its device. Marking it again changes nothing; an outgoing message is 409 CONFLICT.',
+        params: IdParams,
+        response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await messages.markRead(auth(request).accountId, request.params.id) }),
+  );
+
   app.post(
     '/messages/:id/cancel',
     {

@@ -5,7 +5,8 @@ import { normalizePhone } from '../../platform/phone.js';
 import type { SandboxPayload, SandboxWorld } from '../../network/sandbox/world.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
 import { checkKind, referenceProblem, type KindInput } from '../../messaging/message-kinds.js';
-import { getReferenced } from '../../messaging/message-store.js';
+import { getMessage, getReferenced } from '../../messaging/message-store.js';
+import { deleteDecision, editContentProblem, editRefusal } from '../../messaging/message-actions.js';
 import type { MessageType } from '../../network/network.js';
 import type { FieldError } from '../../platform/errors.js';
 import { DeviceStore } from '../../devices/device-store.js';
@@ -47,6 +48,8 @@ const SandboxMessage = Type.Object({
     ],
     { description: 'What the message carried beyond type and content (replies and reactions by network message id)' },
   ),
+  editedAt: Type.Union([Timestamp, Type.Null()], { description: 'The device edited it (content is the latest text)' }),
+  deletedAt: Type.Union([Timestamp, Type.Null()], { description: 'The device deleted it for everyone' }),
   mediaBytes: Type.Union([Type.Integer(), Type.Null()]),
   mediaType: Type.Union([Type.String(), Type.Null()]),
   fileName: Type.Union([Type.String(), Type.Null()]),
@@ -77,7 +80,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
     body: Record<string, unknown>,
   ): Promise<SandboxPayload> => {
     const errors: FieldError[] = [];
-    for (const field of ['type', 'mediaUrl', ...Object.keys(KindBodyFields)]) {
+    for (const field of ['type', 'mediaUrl', 'edit', 'delete', ...Object.keys(KindBodyFields)]) {
       if (body[field] !== undefined) errors.push({ field, message: 'is not used with vote' });
     }
     if (body.content !== '') errors.push({ field: 'content', message: 'must be "" with vote' });
@@ -93,6 +96,41 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
     if (poll?.payload?.poll && !poll.payload.poll.multiple && vote.options.length > 1) errors.push({ field: 'vote.options', message: 'the poll takes one option' });
     if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
     return { vote: { networkMessageId: poll!.network_message_id, options: vote.options } };
+  };
+
+  /**
+   * The sender edits or deletes for everyone one of the messages they sent the device, with the
+   * real network's windows and errors (message-actions.ts, as PATCH and DELETE /messages/:id).
+   */
+  const changePayload = async (
+    accountId: string,
+    deviceId: string,
+    from: string,
+    change: { edit: { messageId: string; content: string } } | { delete: { messageId: string } },
+    body: Record<string, unknown>,
+  ): Promise<SandboxPayload> => {
+    const name = 'edit' in change ? 'edit' : 'delete';
+    const messageId = 'edit' in change ? change.edit.messageId : change.delete.messageId;
+    const errors: FieldError[] = [];
+    for (const field of ['type', 'mediaUrl', 'vote', ...Object.keys(KindBodyFields), ...(name === 'edit' ? ['delete'] : ['edit'])]) {
+      if (body[field] !== undefined) errors.push({ field, message: `is not used with ${name}` });
+    }
+    if (body.content !== '') errors.push({ field: 'content', message: `must be "" with ${name}` });
+    const target = await getMessage(database, accountId, messageId);
+    const problem = referenceProblem(target, [from], deviceId, `${name}.messageId`);
+    if (problem) errors.push(problem);
+    const contentProblem = 'edit' in change && target ? editContentProblem(target.type, change.edit.content) : undefined;
+    if (contentProblem) errors.push({ field: 'edit.content', message: contentProblem });
+    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+    if ('edit' in change) {
+      const refusal = editRefusal(target!, 'other side');
+      if (refusal) throw new AppError('NOT_EDITABLE', refusal, { status: target!.status, type: target!.type });
+      return { edit: { networkMessageId: target!.network_message_id, content: change.edit.content } };
+    }
+    const decision = deleteDecision(target!, 'other side');
+    if (decision.kind === 'refuse') throw new AppError('NOT_DELETABLE', decision.reason, { status: target!.status, type: target!.type });
+    if (decision.kind !== 'revoke') throw new AppError('NOT_DELETABLE', 'The message was deleted for everyone already', { status: target!.status });
+    return { delete: { networkMessageId: target!.network_message_id } };
   };
 
   /**
@@ -172,10 +210,28 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
                 { additionalProperties: false, description: "Play the sender's vote on a POLL the device sent them (then give no type and content \"\")" },
               ),
             ),
+            edit: Type.Optional(
+              Type.Object(
+                { messageId: Type.String({ minLength: 1, maxLength: 100 }), content: Type.String({ maxLength: 4096, description: 'The new text or caption' }) },
+                {
+                  additionalProperties: false,
+                  description: 'Play the sender editing a message they sent the device (within 15 minutes of it, else 409 NOT_EDITABLE; give no type and content "")',
+                },
+              ),
+            ),
+            delete: Type.Optional(
+              Type.Object(
+                { messageId: Type.String({ minLength: 1, maxLength: 100 }) },
+                {
+                  additionalProperties: false,
+                  description: 'Play the sender deleting for everyone a message they sent the device (within 48 hours of it, else 409 NOT_DELETABLE; give no type and content "")',
+                },
+              ),
+            ),
           },
           { additionalProperties: false },
         ),
-        response: { 202: successData(Type.Object({ networkMessageId: Type.String() })), ...errorResponses('NOT_FOUND') },
+        response: { 202: successData(Type.Object({ networkMessageId: Type.String() })), ...errorResponses('NOT_FOUND', 'NOT_EDITABLE', 'NOT_DELETABLE') },
       },
     },
     async (request, reply) => {
@@ -183,6 +239,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       await ownDevice(accountId, request.body.deviceId);
       const from = digits(request.body.from, 'from');
       const type = request.body.type ?? 'TEXT';
+      const { edit, delete: remove } = request.body;
       const networkMessageId = await world.addIncoming({
         deviceId: request.body.deviceId,
         from,
@@ -191,7 +248,11 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         mediaUrl: request.body.mediaUrl === undefined ? undefined : httpUrl(request.body.mediaUrl, 'mediaUrl'),
         payload: request.body.vote
           ? await votePayload(accountId, request.body.deviceId, from, request.body.vote, request.body)
-          : await incomingPayload(accountId, request.body.deviceId, from, type, request.body),
+          : edit
+            ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
+            : remove
+              ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
+              : await incomingPayload(accountId, request.body.deviceId, from, type, request.body),
       });
       return reply.status(202).send({ success: true as const, data: { networkMessageId } });
     },

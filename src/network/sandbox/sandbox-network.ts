@@ -5,7 +5,7 @@
  * as one batch, which is what lets the sandbox take tens of thousands of messages a second.
  */
 import type { Bus } from '../../platform/bus.js';
-import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
+import type { DeviceInfo, MessageRef, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
 import type { PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
 
 const POLL_MS = 100;
@@ -13,7 +13,7 @@ const POLL_MS = 100;
 /** An incoming message's kind fields, replies and reactions, as the network hands them over. */
 function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
   if (!payload) return {};
-  const { reaction, replyTo, mentions, vote: _, ...kind } = payload;
+  const { reaction, replyTo, mentions, vote: _vote, edit: _edit, delete: _delete, ...kind } = payload;
   return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
 }
 
@@ -104,6 +104,26 @@ class SandboxSession implements NetworkSession {
         setImmediate(() => void this.flush());
       }
     });
+  }
+
+  edit(target: MessageRef, content: string): Promise<SendResult> {
+    return this.whenLinked(() => this.network.world.changeSent(this.device.id, target.networkMessageId, { content }));
+  }
+
+  revoke(target: MessageRef): Promise<SendResult> {
+    return this.whenLinked(() => this.network.world.changeSent(this.device.id, target.networkMessageId, { delete: true }));
+  }
+
+  markRead(target: MessageRef): Promise<SendResult> {
+    return this.whenLinked(async () => {
+      await this.network.world.markRead(this.device.id, target.networkMessageId);
+      return { ok: true };
+    });
+  }
+
+  private async whenLinked(work: () => Promise<SendResult>): Promise<SendResult> {
+    if (this.closed || !this.linked) return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected' };
+    return work();
   }
 
   private async flush(): Promise<void> {
@@ -211,9 +231,16 @@ export class SandboxNetwork implements Network {
     for (const incoming of await this.world.pendingIncoming(ids)) {
       const session = this.sessions.get(incoming.deviceId);
       if (!session) continue;
-      const vote = incoming.payload?.vote;
-      if (vote) {
-        await session.emit({ type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt });
+      const { vote, edit, delete: deleted } = incoming.payload ?? {};
+      const action: NetworkEvent | undefined = vote
+        ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
+        : edit
+          ? { type: 'edited', networkMessageId: edit.networkMessageId, chat: incoming.from, fromMe: false, content: edit.content, at: incoming.createdAt }
+          : deleted
+            ? { type: 'deleted', networkMessageId: deleted.networkMessageId, chat: incoming.from, fromMe: false, at: incoming.createdAt }
+            : undefined;
+      if (action) {
+        await session.emit(action);
         await this.world.ackIncoming(incoming.seq);
         continue;
       }

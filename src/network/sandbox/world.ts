@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Database } from '../../platform/database.js';
 import type { Bus } from '../../platform/bus.js';
-import type { KindFields, MessageType, OutgoingMessage, SendResult } from '../network.js';
+import { MESSAGE_WINDOWS, type KindFields, type MessageType, type OutgoingMessage, type SendResult } from '../network.js';
 import { workBudget } from '../../platform/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
@@ -33,6 +33,10 @@ export interface SandboxPayload extends KindFields {
   mentions?: string[] | undefined;
   /** Not a message: the sender's vote on a poll of the device (sandbox_incoming only). */
   vote?: { networkMessageId: string; options: string[] } | undefined;
+  /** Not a message: the sender edits one of their messages (sandbox_incoming only). */
+  edit?: { networkMessageId: string; content: string } | undefined;
+  /** Not a message: the sender deletes one of their messages for everyone (sandbox_incoming only). */
+  delete?: { networkMessageId: string } | undefined;
 }
 
 /** The payload the network got with a message (null when it carried nothing beyond type and content). */
@@ -51,6 +55,8 @@ export interface SandboxMessageView {
   type: string;
   content: string;
   payload: SandboxPayload | null;
+  editedAt: Date | null;
+  deletedAt: Date | null;
   mediaBytes: number | null;
   mediaType: string | null;
   fileName: string | null;
@@ -285,6 +291,38 @@ export class SandboxWorld {
     }
   }
 
+  /**
+   * The device edits (new `content`) or deletes for everyone a message the network took from it,
+   * within the network's windows (MESSAGE_WINDOWS, from when it was first accepted). Refused for
+   * good when the network does not have it, it was deleted, or the window has passed.
+   */
+  async changeSent(deviceId: string, networkMessageId: string, change: { content: string } | { delete: true }): Promise<SendResult> {
+    const editing = 'content' in change;
+    const windowMs = editing ? MESSAGE_WINDOWS.editMs : MESSAGE_WINDOWS.deleteMs;
+    const [row] = await this.database.query<{ in_window: boolean; deleted: boolean; changed: boolean }>(
+      `WITH sm AS (SELECT accepted_at >= now() - $3 * interval '1 millisecond' AS in_window, deleted_at IS NOT NULL AS deleted
+                     FROM sandbox_messages WHERE device_id = $1 AND network_message_id = $2),
+       upd AS (UPDATE sandbox_messages SET ${editing ? 'content = $4::text, edited_at = now()' : 'content = COALESCE($4::text, content), deleted_at = now()'}
+                WHERE device_id = $1 AND network_message_id = $2 AND deleted_at IS NULL AND accepted_at >= now() - $3 * interval '1 millisecond'
+               RETURNING 1)
+       SELECT sm.in_window, sm.deleted, EXISTS (SELECT 1 FROM upd) AS changed FROM sm`,
+      [deviceId, networkMessageId, windowMs, editing ? change.content : null],
+    );
+    if (row?.changed) return { ok: true };
+    const code = editing ? 'NOT_EDITABLE' : 'NOT_DELETABLE';
+    if (!row) return { ok: false, permanent: true, code, message: 'The network has no such message from this device' };
+    if (row.deleted) return { ok: false, permanent: true, code, message: 'The message was deleted for everyone' };
+    return { ok: false, permanent: true, code, message: `The network's window to ${editing ? 'edit' : 'delete'} the message has passed` };
+  }
+
+  /** The device's read receipt for a message it received (kept once). */
+  async markRead(deviceId: string, networkMessageId: string): Promise<void> {
+    await this.database.query(
+      'INSERT INTO sandbox_reads (device_id, network_message_id) VALUES ($1, $2) ON CONFLICT (device_id, network_message_id) DO NOTHING',
+      [deviceId, networkMessageId],
+    );
+  }
+
   async addIncoming(input: { deviceId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; payload?: SandboxPayload | undefined }): Promise<string> {
     const networkMessageId = `SBX${randomBytes(10).toString('hex').toUpperCase()}`;
     const payload = input.payload && Object.keys(input.payload).length > 0 ? JSON.stringify(input.payload) : null;
@@ -354,6 +392,8 @@ export class SandboxWorld {
         type: r.type as string,
         content: r.content as string,
         payload: (r.payload as SandboxPayload | null) ?? null,
+        editedAt: (r.edited_at as Date | null) ?? null,
+        deletedAt: (r.deleted_at as Date | null) ?? null,
         mediaBytes: r.media_bytes as number | null,
         mediaType: r.media_type as string | null,
         fileName: r.file_name as string | null,

@@ -24,6 +24,7 @@ export interface BaileysModule {
   Browsers: { ubuntu(browser: string): [string, string, string] };
   makeCacheableSignalKeyStore(store: unknown, logger?: unknown): unknown;
   DEFAULT_CONNECTION_CONFIG: { version: WaVersion };
+  decryptPollVote: BaileysHelpers['decryptPollVote'];
 }
 
 export async function loadBaileys(): Promise<BaileysModule> {
@@ -41,7 +42,7 @@ export async function loadBaileys(): Promise<BaileysModule> {
     );
   }
   const module = imported as Partial<BaileysModule>;
-  const missing = (['makeWASocket', 'initAuthCreds', 'makeCacheableSignalKeyStore', 'DEFAULT_CONNECTION_CONFIG'] as const).filter((name) => !module[name]);
+  const missing = (['makeWASocket', 'initAuthCreds', 'makeCacheableSignalKeyStore', 'DEFAULT_CONNECTION_CONFIG', 'decryptPollVote'] as const).filter((name) => !module[name]);
   if (missing.length > 0) {
     throw new Error(`The installed "baileys" package does not look like Baileys 7 (${missing.join(', ')} missing); run npm ci`);
   }
@@ -55,6 +56,7 @@ export function baileysHelpers(baileys: BaileysModule): BaileysHelpers {
     appStateSyncKeyFromObject: (value) => baileys.proto.Message.AppStateSyncKeyData.fromObject(value),
     encodeMessage: (message) => Buffer.from(baileys.proto.Message.encode(message).finish()),
     decodeMessage: (bytes) => baileys.proto.Message.decode(bytes),
+    decryptPollVote: (vote, context) => baileys.decryptPollVote(vote, context),
   };
 }
 

@@ -4,8 +4,9 @@
  * they are tested on their own.
  */
 import type { ContactCard, DisconnectReason, IncomingMedia, KindFields, Location, MessageRef, MessageType, OutgoingMessage, Receipt } from '../network.js';
+import { createHash } from 'node:crypto';
 import type { BoomLike, WAContactCard, WAContextInfo, WALocation, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAPollCreation, WAReceiptUpdate } from './types.js';
-import { WADisconnect, WAStatus } from './types.js';
+import { WADisconnect, WAProtocolType, WAStatus } from './types.js';
 import { jidToPhone, normalizeLid, phoneToJid } from './jid.js';
 
 /** The JID of a chat as Waygate keeps it: a number's digits, or a network id already in JID form. */
@@ -157,7 +158,7 @@ export function timestampOf(value: number | { toNumber(): number } | string | nu
 }
 
 /** Wrappers WhatsApp puts around a message's content (disappearing, view once, document with caption). */
-function unwrap(content: WAMessageContent | null | undefined): WAMessageContent | undefined {
+export function unwrap(content: WAMessageContent | null | undefined): WAMessageContent | undefined {
   let current = content ?? undefined;
   for (let depth = 0; current && depth < 5; depth++) {
     const inner =
@@ -270,6 +271,38 @@ export function parseIncomingContent(message: WAMessage): ParsedIncoming | undef
   const mentions = (context?.mentionedJid ?? []).map((jid) => jidToPhone(jid) ?? normalizeLid(jid)).filter((m): m is string => m !== undefined);
   if (mentions.length > 0) parsed.mentions = mentions;
   return parsed;
+}
+
+/**
+ * The id of the protocol message that carries an edit or a delete of message `targetId`: derived
+ * from what it does (in WhatsApp Web's shape, as the ids of sent messages), so an action handed
+ * over again after a failure carries the same id and WhatsApp takes it once.
+ */
+export function actionMessageId(action: 'edit' | 'delete', targetId: string, content = ''): string {
+  return `3EB0${createHash('sha256').update(`${action}\u0000${targetId}\u0000${content}`).digest('hex').slice(0, 18).toUpperCase()}`;
+}
+
+/** An edit or a delete for everyone, as an incoming protocolMessage says it: of the message `networkMessageId`. */
+export type ProtocolChange = { kind: 'edit'; networkMessageId: string; content: string; at?: Date | undefined } | { kind: 'delete'; networkMessageId: string };
+
+/** A protocolMessage REVOKE or MESSAGE_EDIT (the new text, or caption, from editedMessage); undefined for anything else. */
+export function parseProtocolChange(message: WAMessage): ProtocolChange | undefined {
+  const protocol = unwrap(message.message)?.protocolMessage;
+  const id = protocol?.key?.id;
+  if (!protocol || !id) return undefined;
+  if (protocol.type === WAProtocolType.REVOKE) return { kind: 'delete', networkMessageId: id };
+  if (protocol.type !== WAProtocolType.MESSAGE_EDIT || !protocol.editedMessage) return undefined;
+  const edited = unwrap(protocol.editedMessage);
+  const parsed = edited ? parseKind(edited) : undefined;
+  if (!parsed) return undefined;
+  const ms = toNumber(protocol.timestampMs);
+  return { kind: 'edit', networkMessageId: id, content: parsed.content, at: ms ? new Date(ms) : undefined };
+}
+
+/** The options a decrypted poll vote picks: WhatsApp names each by the SHA-256 of its text. */
+export function votedOptions(selected: Uint8Array[], options: string[]): string[] {
+  const picked = new Set(selected.map((hash) => Buffer.from(hash).toString('hex')));
+  return options.filter((option) => picked.has(createHash('sha256').update(option).digest('hex')));
 }
 
 /** messages.update status → a receipt (DELIVERY_ACK → DELIVERED, READ/PLAYED → READ); other statuses are not receipts. */

@@ -64,6 +64,15 @@ export interface WAPollCreation {
   contextInfo?: WAContextInfo | null;
 }
 
+/** proto.Message.ProtocolMessage.Type (the two Waygate reads). */
+export const WAProtocolType = { REVOKE: 0, MESSAGE_EDIT: 14 } as const;
+
+/** proto.Message.IPollEncValue */
+export interface WAPollEncValue {
+  encPayload?: Uint8Array | null;
+  encIv?: Uint8Array | null;
+}
+
 export interface WAMessageContent {
   conversation?: string | null;
   extendedTextMessage?: { text?: string | null; contextInfo?: WAContextInfo | null } | null;
@@ -83,7 +92,21 @@ export interface WAMessageContent {
   viewOnceMessage?: { message?: WAMessageContent | null } | null;
   viewOnceMessageV2?: { message?: WAMessageContent | null } | null;
   viewOnceMessageV2Extension?: { message?: WAMessageContent | null } | null;
-  protocolMessage?: unknown;
+  /** proto.Message.IProtocolMessage: a delete for everyone (REVOKE) or an edit (MESSAGE_EDIT) of the message `key` names, among others. */
+  protocolMessage?: {
+    key?: WAMessageKey | null;
+    type?: number | null;
+    editedMessage?: WAMessageContent | null;
+    timestampMs?: number | { toNumber(): number } | null;
+  } | null;
+  /** proto.Message.IPollUpdateMessage: a vote on the poll `pollCreationMessageKey` names, encrypted with the poll's message secret. */
+  pollUpdateMessage?: {
+    pollCreationMessageKey?: WAMessageKey | null;
+    vote?: WAPollEncValue | null;
+    senderTimestampMs?: number | { toNumber(): number } | null;
+  } | null;
+  /** proto.IMessageContextInfo: a poll's messageSecret (its votes' key). */
+  messageContextInfo?: { messageSecret?: Uint8Array | null } | null;
   /** proto.Message.IReactionMessage */
   reactionMessage?: { key?: WAMessageKey | null; text?: string | null; senderTimestampMs?: number | { toNumber(): number } | null } | null;
   senderKeyDistributionMessage?: unknown;
@@ -200,9 +223,16 @@ export type WAOutgoingContent = (
   | { sticker: Buffer; mimetype: string }
   | { location: WALocation }
   | { contacts: { displayName: string; contacts: WAContactCard[] } }
-  /** selectableCount 0: any number of options; 1: one (Baileys sends pollCreationMessageV3). */
-  | { poll: { name: string; values: string[]; selectableCount: number } }
+  /**
+   * selectableCount 0: any number of options; 1: one (Baileys sends pollCreationMessageV3).
+   * messageSecret: the key its votes are encrypted with (Baileys makes a random one when absent).
+   */
+  | { poll: { name: string; values: string[]; selectableCount: number; messageSecret?: Uint8Array } }
   | { react: { text: string; key: WAMessageKey } }
+  /** An edit of the text or caption of the message `edit` names (Baileys: protocolMessage MESSAGE_EDIT). */
+  | { text: string; linkPreview: null; edit: WAMessageKey }
+  /** A delete for everyone of the message `delete` names (Baileys: protocolMessage REVOKE). */
+  | { delete: WAMessageKey }
 ) & {
   /** JIDs mentioned (Baileys puts them in the message's contextInfo.mentionedJid). */
   mentions?: string[];
@@ -223,6 +253,8 @@ export interface WASocketLike {
   readonly user?: { id: string; lid?: string | undefined; name?: string | undefined } | undefined;
   sendMessage(jid: string, content: WAOutgoingContent, options: WASendOptions): Promise<WAMessage | undefined>;
   requestPairingCode(phoneNumber: string): Promise<string>;
+  /** Sends read receipts for received messages. */
+  readMessages(keys: WAMessageKey[]): Promise<void>;
   onWhatsApp?(...jids: string[]): Promise<{ exists: boolean; jid: string }[] | undefined>;
   logout(message?: string): Promise<void>;
   /** Baileys 7 returns a promise (it awaits the websocket's close). */
@@ -250,6 +282,11 @@ export interface BaileysHelpers {
   /** proto.Message encode / decode: a sent message's content is kept so a retry request can be answered. */
   encodeMessage(message: unknown): Buffer;
   decodeMessage(bytes: Uint8Array): unknown;
+  /** Baileys' decryptPollVote: the SHA-256 of each option the vote picks (throws when a key or JID does not fit). */
+  decryptPollVote(
+    vote: WAPollEncValue,
+    context: { pollCreatorJid: string; pollMsgId: string; pollEncKey: Uint8Array; voterJid: string },
+  ): { selectedOptions?: Uint8Array[] | null };
 }
 
 export interface SocketOptions {

@@ -20,12 +20,14 @@
  * Logs name the device, connection states, status codes and masked numbers; never message
  * content, QR or pairing codes, or keys.
  */
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WhatsAppConfig } from '../../config.js';
 import type { Bus } from '../../platform/bus.js';
 import type { Database } from '../../platform/database.js';
 import type {
   DeviceInfo,
+  MessageRef,
   Network,
   NetworkEvent,
   NetworkSession,
@@ -39,13 +41,18 @@ import { proxyAgent } from '../../devices/device-proxy.js';
 import { DatabaseAuthStore } from './auth-state.js';
 import { isLidJid, isPersonJid, jidToPhone, maskPhone, normalizeLid, parseJid, phoneToJid } from './jid.js';
 import {
+  actionMessageId,
   classifyAckError,
   classifyDisconnect,
   classifySendError,
   outgoingContent,
   quotedMessage,
   parseIncomingContent,
+  parseProtocolChange,
   receiptStatus,
+  unwrap,
+  votedOptions,
+  type ProtocolChange,
   receiptsFromUserReceipt,
   statusCodeOf,
   timestampOf,
@@ -64,6 +71,7 @@ import type {
   WAEventName,
   WAMessage,
   WAMessageUpdate,
+  WAOutgoingContent,
   WAReceiptUpdate,
   WASocketLike,
 } from './types.js';
@@ -100,6 +108,7 @@ const ON_NETWORK_CACHE_MS = 7 * 24 * 60 * 60 * 1000;
 const OFF_NETWORK_CACHE_MS = 24 * 60 * 60 * 1000;
 /** Sent messages kept for retry requests (whatsapp_sent_messages); phones ask within minutes, rarely days. */
 const SENT_RETENTION = '14 days';
+const NOT_CONNECTED: SendResult = { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
 /** After a 463 (no privacy token towards a new contact), bulk traffic of the device waits this long. */
 const BULK_PAUSE_AFTER_463_MS = 60 * 60 * 1000;
 
@@ -540,10 +549,8 @@ export class WhatsAppSession implements NetworkSession {
   }
 
   async send(message: OutgoingMessage): Promise<SendResult> {
-    const socket = this.socket;
-    if (this.closed || !socket || this.socketState !== 'open') {
-      return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
-    }
+    const socket = this.openSocket();
+    if (!socket) return NOT_CONNECTED;
     let jid: string | null;
     try {
       jid = await this.resolveJid(socket, message.to);
@@ -551,15 +558,26 @@ export class WhatsAppSession implements NetworkSession {
       return this.failed(classifySendError(error));
     }
     if (!jid) return { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: 'The recipient is not on WhatsApp' };
-    let content;
+    let content: WAOutgoingContent;
     try {
       content = outgoingContent(message, jid);
     } catch (error) {
       return { ok: false, permanent: true, code: 'MEDIA_MISSING', message: (error as Error).message };
     }
+    if ('poll' in content) {
+      // The votes are encrypted with the poll's secret: stored before it goes out, and kept for a resend.
+      const secret = await this.rows.pollSecret(message.networkMessageId, randomBytes(32), content.poll.values);
+      content = { ...content, poll: { ...content.poll, messageSecret: secret } };
+    }
     const quoted = message.replyTo ? { quoted: quotedMessage(message.replyTo, jid) } : {};
+    return this.handOver(socket, jid, content, message.networkMessageId, quoted, { type: message.type, to: message.to });
+  }
 
-    const id = message.networkMessageId;
+  /**
+   * Hands content to Baileys under message id `id` and waits for the server's ack; what went out
+   * is kept for retry requests.
+   */
+  private async handOver(socket: WASocketLike, jid: string, content: WAOutgoingContent, id: string, quoted: { quoted?: WAMessage }, what: { type: string; to: string }): Promise<SendResult> {
     const { acked, startClock } = this.ackWaiter(id);
     const uploadTimeoutMs = this.options.config.uploadTimeoutMs;
     let sent: WAMessage | undefined;
@@ -574,16 +592,63 @@ export class WhatsAppSession implements NetworkSession {
       const failure = (error as { uploadTimeout?: boolean }).uploadTimeout
         ? { ok: false as const, permanent: false, code: 'MEDIA_UPLOAD_FAILED', message: (error as Error).message }
         : classifySendError(error);
-      this.log.warn({ code: failure.code, statusCode: statusCodeOf(error as Error), type: message.type, to: maskPhone(message.to) }, 'WhatsApp send failed');
+      this.log.warn({ code: failure.code, statusCode: statusCodeOf(error as Error), type: what.type, to: maskPhone(what.to) }, 'WhatsApp send failed');
       return this.failed(failure);
     }
     startClock();
     const [result] = await Promise.all([acked, sent?.message ? this.keepSent(id, sent.message) : undefined]);
     if (!result.ok) {
-      this.log.warn({ code: result.code, type: message.type, to: maskPhone(message.to) }, 'WhatsApp refused the message');
+      this.log.warn({ code: result.code, type: what.type, to: maskPhone(what.to) }, 'WhatsApp refused the message');
       return this.failed(result);
     }
     return { ok: true };
+  }
+
+  /** The open socket, if the session has one. */
+  private openSocket(): WASocketLike | undefined {
+    return !this.closed && this.socket && this.socketState === 'open' ? this.socket : undefined;
+  }
+
+  /** The chat a message of the device is in, as WhatsApp addresses it (a number's JID as looked up when sending). */
+  private async chatOf(socket: WASocketLike, target: MessageRef): Promise<string> {
+    if (target.chat.includes('@')) return target.chat;
+    return (await this.resolveJid(socket, target.chat)) ?? phoneToJid(target.chat);
+  }
+
+  /** Edits a message the device sent: Baileys' `{ text, edit: key }` (a protocolMessage MESSAGE_EDIT). */
+  async edit(target: MessageRef, content: string): Promise<SendResult> {
+    return this.changeSent(target, 'edit', content);
+  }
+
+  /** Deletes a message the device sent for everyone: Baileys' `{ delete: key }` (a protocolMessage REVOKE). */
+  async revoke(target: MessageRef): Promise<SendResult> {
+    return this.changeSent(target, 'delete');
+  }
+
+  private async changeSent(target: MessageRef, action: 'edit' | 'delete', text = ''): Promise<SendResult> {
+    const socket = this.openSocket();
+    if (!socket) return NOT_CONNECTED;
+    try {
+      const jid = await this.chatOf(socket, target);
+      const key = { remoteJid: jid, fromMe: true, id: target.networkMessageId };
+      const content: WAOutgoingContent = action === 'edit' ? { text, linkPreview: null, edit: key } : { delete: key };
+      return await this.handOver(socket, jid, content, actionMessageId(action, target.networkMessageId, text), {}, { type: action, to: target.chat });
+    } catch (error) {
+      return this.failed(classifySendError(error));
+    }
+  }
+
+  /** The read receipt of a message the device received: Baileys' readMessages([key]). */
+  async markRead(target: MessageRef): Promise<SendResult> {
+    const socket = this.openSocket();
+    if (!socket) return NOT_CONNECTED;
+    try {
+      const jid = await this.chatOf(socket, target);
+      await socket.readMessages([{ remoteJid: jid, fromMe: false, id: target.networkMessageId }]);
+      return { ok: true };
+    } catch (error) {
+      return this.failed(classifySendError(error));
+    }
   }
 
   /** What was sent, for a retry request (getMessage); a failure to keep it does not fail the send. */
@@ -693,7 +758,12 @@ export class WhatsAppSession implements NetworkSession {
 
   private async onIncoming(message: WAMessage, upsertType: string): Promise<void> {
     const { key } = message;
-    if (!key.id || key.fromMe || !isPersonJid(key.remoteJid)) return;
+    if (!key.id || !isPersonJid(key.remoteJid)) return;
+    // Edits, deletes and poll votes come from the other party, or from the device's own phone (fromMe).
+    const change = parseProtocolChange(message);
+    if (change) return this.onChange(message, change);
+    if (unwrap(message.message)?.pollUpdateMessage) return this.onPollVote(message);
+    if (key.fromMe) return;
     const parsed = parseIncomingContent(message);
     if (!parsed) {
       this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (poll vote, edit, protocol message, ...) ignored');
@@ -717,6 +787,63 @@ export class WhatsAppSession implements NetworkSession {
       mentions: parsed.mentions,
       at: timestampOf(message.messageTimestamp),
     });
+  }
+
+  /** The chat's other party, as `from` of its incoming messages: their number, else their LID. */
+  private async partyOf(key: WAMessageKey): Promise<string> {
+    const { phone, lid } = await this.senderOf({ ...key, fromMe: false });
+    return phone ?? lid ?? key.remoteJid!;
+  }
+
+  /** An edit or a delete for everyone, by the other party (of one of theirs) or by the device's own phone (of one of the device's). */
+  private async onChange(message: WAMessage, change: ProtocolChange): Promise<void> {
+    const fromMe = message.key.fromMe === true;
+    const chat = await this.partyOf(message.key);
+    const at = (change.kind === 'edit' ? change.at : undefined) ?? timestampOf(message.messageTimestamp);
+    this.log.info({ id: change.networkMessageId, kind: change.kind, fromMe, chat: maskPhone(chat) }, 'WhatsApp message changed by its sender');
+    if (change.kind === 'edit') await this.emit({ type: 'edited', networkMessageId: change.networkMessageId, chat, fromMe, content: change.content, at });
+    else await this.emit({ type: 'deleted', networkMessageId: change.networkMessageId, chat, fromMe, at });
+  }
+
+  /**
+   * A vote on a poll the device sent, decrypted with the poll's stored secret. The vote is
+   * encrypted for the JIDs of the poll's creator and of the voter as the voter's phone saw them,
+   * which may be the numbers' or the LIDs', so each pairing is tried (a wrong one fails its
+   * authentication tag).
+   */
+  private async onPollVote(message: WAMessage): Promise<void> {
+    const update = unwrap(message.message)!.pollUpdateMessage!;
+    const pollId = update.pollCreationMessageKey?.id;
+    const vote = update.vote;
+    if (!pollId || !vote?.encPayload || !vote.encIv) return;
+    const poll = await this.rows.poll(pollId);
+    if (!poll) {
+      this.log.debug({ pollId }, 'a vote on a poll this device did not send (or no longer knows) ignored');
+      return;
+    }
+    const me = this.socket?.user ?? this.creds?.me;
+    const myPhone = jidToPhone(me?.id);
+    const own = [myPhone ? phoneToJid(myPhone) : undefined, me?.lid ? normalizeLid(me.lid) : undefined].filter((jid): jid is string => jid !== undefined);
+    const { key } = message;
+    const voters = key.fromMe ? own : [key.participant ?? key.remoteJid, key.participantAlt ?? key.remoteJidAlt].flatMap((jid) => (jid ? [normalizedJid(jid)] : []));
+    let selected: Uint8Array[] | undefined;
+    for (const pollCreatorJid of own) {
+      for (const voterJid of voters) {
+        try {
+          selected = this.options.helpers.decryptPollVote(vote, { pollCreatorJid, pollMsgId: pollId, pollEncKey: poll.secret, voterJid }).selectedOptions ?? [];
+          break;
+        } catch {
+          // Not this pairing of JIDs.
+        }
+      }
+      if (selected) break;
+    }
+    if (!selected) {
+      this.log.warn({ pollId }, 'a WhatsApp poll vote could not be decrypted with the poll\'s secret; ignored');
+      return;
+    }
+    const voter = key.fromMe ? (myPhone ?? own[0]!) : await this.partyOf(key);
+    await this.emit({ type: 'poll-vote', pollNetworkMessageId: pollId, voter, options: votedOptions(selected, poll.options), at: timestampOf(message.messageTimestamp) });
   }
 
   /**
@@ -865,6 +992,12 @@ export class WhatsAppSession implements NetworkSession {
     await this.chain;
     this.onClosed(this);
   }
+}
+
+/** A JID without its device suffix (`<user>@<server>`), as poll votes are encrypted for it. */
+function normalizedJid(jid: string): string {
+  const parsed = parseJid(jid);
+  return parsed ? `${parsed.user}@${parsed.server}` : jid;
 }
 
 /**

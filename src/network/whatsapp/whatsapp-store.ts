@@ -1,8 +1,8 @@
 /**
  * The only code that runs statements on the whatsapp_* tables, for one device: its Baileys auth
  * state (whatsapp_auth), its warm-up, bulk pause and stop (whatsapp_devices), the messages kept
- * for retry requests (whatsapp_sent_messages), the number look-ups (whatsapp_numbers) and the LID
- * ↔ phone pairs it learnt (whatsapp_lids). Values arrive and leave encoded: callers own the formats.
+ * for retry requests (whatsapp_sent_messages), its polls' secrets (whatsapp_polls), the number
+ * look-ups (whatsapp_numbers) and the LID ↔ phone pairs it learnt (whatsapp_lids). Values arrive and leave encoded: callers own the formats.
  *
  * Invariant: every statement is scoped to the device (device_id = $1), so a worker that takes a
  * device over sees exactly what its previous owner left.
@@ -173,6 +173,31 @@ export class WhatsAppStore {
       messageId,
     ]);
     return row?.content;
+  }
+
+  // ---- whatsapp_polls ----------------------------------------------------------------------
+
+  /**
+   * The message secret of the poll `messageId`: the one stored before (a poll handed over again
+   * keeps its secret), else `fresh`, stored with the poll's options.
+   */
+  async pollSecret(messageId: string, fresh: Uint8Array, options: string[]): Promise<Uint8Array> {
+    const [row] = await this.database.query<{ secret: Uint8Array }>(
+      `INSERT INTO whatsapp_polls (device_id, message_id, secret, options) VALUES ($1, $2, $3, $4::jsonb)
+       ON CONFLICT (device_id, message_id) DO UPDATE SET device_id = EXCLUDED.device_id
+       RETURNING secret`,
+      [this.deviceId, messageId, fresh, JSON.stringify(options)],
+    );
+    return row!.secret;
+  }
+
+  /** A poll the device sent: its secret and options (undefined: not one of the device's polls). */
+  async poll(messageId: string): Promise<{ secret: Uint8Array; options: string[] } | undefined> {
+    const [row] = await this.database.query<{ secret: Uint8Array; options: string[] }>('SELECT secret, options FROM whatsapp_polls WHERE device_id = $1 AND message_id = $2', [
+      this.deviceId,
+      messageId,
+    ]);
+    return row;
   }
 
   // ---- whatsapp_numbers --------------------------------------------------------------------
