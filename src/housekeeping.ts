@@ -1,8 +1,8 @@
 /**
  * What the worker role prunes, and when: expired idempotency keys, events past
- * EVENT_RETENTION_DAYS (with their deliveries) and delivery attempts past
- * WEBHOOK_ATTEMPT_RETENTION_DAYS. Each statement takes one bounded batch (work-budget.ts) and the
- * loop pauses between batches, so a large backlog of expired rows is worked off in small pieces
+ * EVENT_RETENTION_DAYS (with their deliveries), delivery attempts past
+ * WEBHOOK_ATTEMPT_RETENTION_DAYS and media files past MEDIA_RETENTION_DAYS (media-store.ts).
+ * Each statement takes one bounded batch (work-budget.ts) and the loop pauses between batches, so a large backlog of expired rows is worked off in small pieces
  * beside live traffic, never in one long statement. Several workers may prune at once: each
  * batch is a statement of its own, and a row deleted twice is simply not found.
  */
@@ -14,6 +14,7 @@ import { workBudget } from './platform/work-budget.js';
 import { deleteExpiredEvents } from './events/event-store.js';
 import { deleteExpiredAttempts } from './events/webhook-store.js';
 import { IdempotencyService } from './messaging/idempotency.js';
+import { pruneExpiredMedia } from './media/media-store.js';
 
 /** How often the worker looks for expired rows when the last look found none to spare. */
 const IDLE_MS = 10 * 60_000;
@@ -24,14 +25,15 @@ export class Housekeeping {
   private readonly loop: WakeLoop;
   private readonly idempotency: IdempotencyService;
   private readonly batch: number;
+  private readonly mediaBytes: number;
 
   constructor(
     private readonly database: Database,
-    private readonly config: Pick<Config, 'eventRetentionDays' | 'attemptRetentionDays'>,
+    private readonly config: Pick<Config, 'eventRetentionDays' | 'attemptRetentionDays' | 'mediaRetentionDays'>,
     log: Logger,
   ) {
     this.idempotency = new IdempotencyService(database);
-    this.batch = workBudget(database).pruneBatch;
+    ({ pruneBatch: this.batch, pruneMediaBytes: this.mediaBytes } = workBudget(database));
     this.loop = new WakeLoop(() => this.turn(), { name: 'housekeeping', log, errorBackoffMs: 60_000 });
   }
 
@@ -44,15 +46,17 @@ export class Housekeeping {
   }
 
   /** One batch of each kind; how many rows went. Exposed for tests. */
-  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number }> {
+  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number; media: number }> {
     const idempotencyKeys = await this.idempotency.purgeExpired();
     const events = await deleteExpiredEvents(this.database, this.config.eventRetentionDays, this.batch);
     const attempts = await deleteExpiredAttempts(this.database, this.config.attemptRetentionDays, this.batch);
-    return { events, attempts, idempotencyKeys };
+    const media = await pruneExpiredMedia(this.database, this.config.mediaRetentionDays, this.batch, this.mediaBytes);
+    return { events, attempts, idempotencyKeys, media };
   }
 
   private async turn(): Promise<number> {
     const pruned = await this.pruneOnce();
-    return pruned.events >= this.batch || pruned.attempts >= this.batch ? BETWEEN_BATCHES_MS : IDLE_MS;
+    // A media batch may end early on its byte budget: any file pruned means there may be more.
+    return pruned.events >= this.batch || pruned.attempts >= this.batch || pruned.media > 0 ? BETWEEN_BATCHES_MS : IDLE_MS;
   }
 }
