@@ -12,6 +12,7 @@ import { isMediaType, type DeviceInfo, type Network, type NetworkEvent, type Net
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
+import type { IncomingMediaReceiver, ReceivedMedia } from '../media/incoming-media.js';
 import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
 import { advance } from './device-states.js';
 import type { DeviceStore } from './device-store.js';
@@ -24,6 +25,8 @@ export interface DeviceRunnerOptions {
   devices: DeviceStore;
   bus: Bus;
   http: GuardedHttp;
+  /** Downloads the files of incoming media messages into the media store. */
+  media: IncomingMediaReceiver;
   log: Logger;
   workerId: string;
   bulkDelayMs: { min: number; max: number };
@@ -154,12 +157,25 @@ export class DeviceRunner {
         await queue.applyReceipts(this.deviceId, event.receipts);
         return;
       case 'incoming':
-        await queue.storeIncoming(this.deviceId, { ...event, type: event.messageType }, newId('msg'));
-        return;
+        return this.onIncoming(event);
       case 'poll-vote':
         await queue.recordPollVote(this.deviceId, event);
         return;
     }
+  }
+
+  /** An incoming message, stored with its file when it has one (downloaded first, so message.received can serve it). */
+  private async onIncoming(event: Extract<NetworkEvent, { type: 'incoming' }>): Promise<void> {
+    const { queue, media } = this.options;
+    const { download, messageType: type, type: _, ...incoming } = event;
+    const id = newId('msg');
+    let file: ReceivedMedia | undefined;
+    if (download && isMediaType(type)) {
+      if (await queue.knowsIncoming(this.deviceId, event.networkMessageId)) return;
+      file = await media.receive({ messageId: id, accountId: this.options.device.accountId, type, media: event.media, download });
+    }
+    const stored = await queue.storeIncoming(this.deviceId, { ...incoming, type, media: file?.media ?? event.media, mediaUrl: file?.mediaUrl }, id);
+    if (!stored && file?.mediaUrl) await media.discard(id);
   }
 
   private async onQr(code: string, expiresAt: Date): Promise<void> {
