@@ -123,7 +123,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     };
     const before = await expired();
     const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2, applicationName: 'waygate-bench-housekeeping' });
-    const housekeeping = new Housekeeping(database, { eventRetentionDays: RETENTION_DAYS, attemptRetentionDays: RETENTION_DAYS, messageBodyRetentionDays: RETENTION_DAYS }, pino({ level: 'warn' }));
+    const housekeeping = new Housekeeping(database, { eventRetentionDays: RETENTION_DAYS, attemptRetentionDays: RETENTION_DAYS, messageBodyRetentionDays: RETENTION_DAYS, mediaRetentionDays: RETENTION_DAYS }, pino({ level: 'warn' }));
     let pruning = true;
     const pruned = { events: 0, attempts: 0, messageBodies: 0, batches: 0 };
     const pruneStarted = performance.now();

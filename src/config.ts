@@ -31,6 +31,8 @@ export interface Config {
   attemptRetentionDays: number;
   /** Days a settled message keeps its body (text, caption, media URL, kind fields); 0 keeps it forever (MESSAGE_BODY_RETENTION_DAYS). */
   messageBodyRetentionDays: number;
+  /** Days the files of incoming media are kept in the media store; then pruned, and the message says so (MEDIA_RETENTION_DAYS). */
+  mediaRetentionDays: number;
   sandboxReceiptMs: number;
   /** How long a sandbox QR code stays valid; a new one is shown before it expires. */
   sandboxQrMs: number;
@@ -252,6 +254,7 @@ export function loadConfig(env: Env = process.env): Config {
     eventRetentionDays: int('EVENT_RETENTION_DAYS', 31, 1, 3_650),
     attemptRetentionDays: int('WEBHOOK_ATTEMPT_RETENTION_DAYS', 31, 1, 3_650),
     messageBodyRetentionDays: int('MESSAGE_BODY_RETENTION_DAYS', 0, 0, 36_500),
+    mediaRetentionDays: int('MEDIA_RETENTION_DAYS', 30, 1, 3_650),
     sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
     sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
     sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),

@@ -296,7 +296,8 @@ describe('incoming (the sandbox plays the phone)', () => {
       'every incoming message stored',
     );
     const byType = new Map(stored.map((m) => [m.type, m]));
-    expect(byType.get('AUDIO')).toMatchObject({ direction: 'in', from, status: 'RECEIVED', replyTo: ours.id, mediaUrl: `${origin}/voice.ogg` });
+    const audio = byType.get('AUDIO')!;
+    expect(audio).toMatchObject({ direction: 'in', from, status: 'RECEIVED', replyTo: ours.id, mediaUrl: `/messages/${audio.id}/media`, media: { mimeType: 'audio/ogg', status: 'STORED' } });
     expect(byType.get('STICKER')).toMatchObject({ replyTo: null, reaction: null });
     expect(byType.get('LOCATION')).toMatchObject({ content: 'here', location: LOCATION, mentions: [ours.to] });
     expect(byType.get('CONTACT')).toMatchObject({ contacts: expected.CONTACT!.contacts });

@@ -166,16 +166,17 @@ describe('incoming messages', () => {
     // Incoming messages do not use the quota.
     expect(await usedMessages(ctx, tenant)).toBe(0);
 
-    // A media message, and a second one: each stored once.
+    // A media message, and a second one: each stored once. Its file (on a private address, which
+    // this app refuses to fetch) cannot be downloaded: the message is stored, and says why.
     expectOk(
-      await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: sender, type: 'IMAGE', content: 'a photo', mediaUrl: 'https://example.com/p.jpg' }),
+      await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: sender, type: 'IMAGE', content: 'a photo', mediaUrl: 'http://127.0.0.1:9/p.jpg' }),
       202,
     );
     const both = await waitFor(async () => {
       const page = await listMessages(ctx, tenant, 'direction=in');
       return page.meta.total === 2 ? page : undefined;
     }, 5_000, 'the second incoming message');
-    expect(both.data[0]).toMatchObject({ type: 'IMAGE', content: 'a photo', mediaUrl: 'https://example.com/p.jpg', status: 'RECEIVED' });
+    expect(both.data[0]).toMatchObject({ type: 'IMAGE', content: 'a photo', mediaUrl: null, status: 'RECEIVED', media: { status: 'FAILED', error: { code: 'MEDIA_URL_REFUSED' } } });
 
     expectFieldError(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: 'nobody', content: 'x' }), 'from');
   });

@@ -437,7 +437,8 @@ describe('incoming messages', () => {
     expect(incoming[0]).toMatchObject({ messageType: 'TEXT', content: 'hi', at: new Date(1_700_000_000_000) });
     expect(incoming[1]).toMatchObject({ messageType: 'TEXT', content: 'a link https://x.test' });
     expect(incoming[2]).toMatchObject({ messageType: 'IMAGE', content: 'look', media: { mimeType: 'image/jpeg', sizeBytes: 2048 } });
-    expect(incoming[2]!.mediaUrl).toBeUndefined();
+    // The file is downloaded by whoever stores the message (test/whatsapp-media.test.ts).
+    expect(typeof incoming[2]!.download).toBe('function');
     expect(incoming[3]).toMatchObject({ messageType: 'DOCUMENT', content: 'doc', media: { mimeType: 'application/pdf', fileName: 'a.pdf', sizeBytes: 99 } });
     expect(incoming[4]).toMatchObject({ messageType: 'VIDEO', content: '', media: { mimeType: 'video/mp4', seconds: 12 } });
   });

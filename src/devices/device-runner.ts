@@ -13,6 +13,7 @@ import type { ClaimedAction } from '../messaging/action-store.js';
 import { fetchMedia, type MediaResult } from '../outbound/media.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
+import type { IncomingMediaReceiver, ReceivedMedia } from '../media/incoming-media.js';
 import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
 import { advance } from './device-states.js';
 import type { DeviceStore } from './device-store.js';
@@ -25,6 +26,8 @@ export interface DeviceRunnerOptions {
   devices: DeviceStore;
   bus: Bus;
   http: GuardedHttp;
+  /** Downloads the files of incoming media messages into the media store. */
+  media: IncomingMediaReceiver;
   log: Logger;
   workerId: string;
   bulkDelayMs: { min: number; max: number };
@@ -161,8 +164,7 @@ export class DeviceRunner {
         await queue.applyReceipts(this.deviceId, event.receipts);
         return;
       case 'incoming':
-        await queue.storeIncoming(this.deviceId, { ...event, type: event.messageType }, newId('msg'));
-        return;
+        return this.onIncoming(event);
       case 'poll-vote':
         await queue.recordPollVote(this.deviceId, event);
         return;
@@ -173,6 +175,20 @@ export class DeviceRunner {
         await queue.applyRemoteChange(this.deviceId, 'delete', event);
         return;
     }
+  }
+
+  /** An incoming message, stored with its file when it has one (downloaded first, so message.received can serve it). */
+  private async onIncoming(event: Extract<NetworkEvent, { type: 'incoming' }>): Promise<void> {
+    const { queue, media } = this.options;
+    const { download, messageType: type, type: _, ...incoming } = event;
+    const id = newId('msg');
+    let file: ReceivedMedia | undefined;
+    if (download && isMediaType(type)) {
+      if (await queue.knowsIncoming(this.deviceId, event.networkMessageId)) return;
+      file = await media.receive({ messageId: id, accountId: this.options.device.accountId, type, media: event.media, download });
+    }
+    const stored = await queue.storeIncoming(this.deviceId, { ...incoming, type, media: file?.media ?? event.media, mediaUrl: file?.mediaUrl }, id);
+    if (!stored && file?.mediaUrl) await media.discard(id);
   }
 
   private async onQr(code: string, expiresAt: Date): Promise<void> {

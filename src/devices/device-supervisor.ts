@@ -18,6 +18,7 @@ import { DeviceRunner } from './device-runner.js';
 import { isActive } from './device-states.js';
 import { DeviceStore } from './device-store.js';
 import { MessageQueue } from '../messaging/message-queue.js';
+import { IncomingMediaReceiver } from '../media/incoming-media.js';
 import type { ClaimedMessage } from '../messaging/message-store.js';
 import { wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
 
@@ -33,6 +34,7 @@ export class DeviceSupervisor implements DirectSendHost {
   readonly workerId: string;
   private readonly runners = new Map<string, DeviceRunner>();
   private readonly queue: MessageQueue;
+  private readonly media: IncomingMediaReceiver;
   private readonly batchSize: number;
   private readonly devices: DeviceStore;
   /** The lease rounds; wake() runs one now (or right after the one in progress). */
@@ -54,6 +56,7 @@ export class DeviceSupervisor implements DirectSendHost {
   ) {
     this.workerId = workerId;
     this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'));
+    this.media = new IncomingMediaReceiver(database, log);
     this.batchSize = workBudget(database).dispatchBatch;
     this.devices = new DeviceStore(database);
     this.roundEveryMs = Math.max(250, Math.floor(config.leaseMs / 3));
@@ -218,6 +221,7 @@ export class DeviceSupervisor implements DirectSendHost {
       devices: this.devices,
       bus: this.bus,
       http: this.http,
+      media: this.media,
       log: this.log,
       workerId: this.workerId,
       bulkDelayMs: this.config.bulkDelayMs,

@@ -3,8 +3,8 @@
  * themselves are defined once, in message-record.ts), and the rules of their states.
  */
 import { createHash } from 'node:crypto';
-import type { IncomingMedia, KindFields } from '../network/network.js';
-import { MessageTypeSchema, type BulkJob, type BulkJobStatus, type Message, type MessageStatus, type MessageType } from './message-record.js';
+import type { KindFields } from '../network/network.js';
+import { MessageTypeSchema, type BulkJob, type BulkJobStatus, type Message, type MessageMedia, type MessageStatus, type MessageType } from './message-record.js';
 
 export type { BulkJob, BulkJobJson, BulkJobStatus, Message, MessageJson, MessageStatus } from './message-record.js';
 export const MESSAGE_TYPES: readonly MessageType[] = MessageTypeSchema.enum;
@@ -51,7 +51,7 @@ export interface MessageRow {
   type: MessageType;
   content: string;
   media_url: string | null;
-  media: IncomingMedia | null;
+  media: MessageMedia | null;
   status: MessageStatus;
   attempts: number;
   error_code: string | null;

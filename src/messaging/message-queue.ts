@@ -178,6 +178,11 @@ export class MessageQueue {
     return changed;
   }
 
+  /** Whether an incoming message was stored before (the network hands it over again). */
+  knowsIncoming(deviceId: string, networkMessageId: string): Promise<boolean> {
+    return messages.incomingExists(this.database, deviceId, networkMessageId);
+  }
+
   /** Stores an incoming message with its message.received event; a redelivery is ignored. */
   async storeIncoming(deviceId: string, incoming: IncomingMessage, id: string): Promise<boolean> {
     const stored = await messages.storeIncoming(this.database, deviceId, incoming, id);

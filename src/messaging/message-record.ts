@@ -23,12 +23,25 @@ export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 
 export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER', 'LOCATION', 'CONTACT', 'POLL', 'REACTION'], { type: 'string' });
 export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
 
-export const IncomingMediaSchema = Type.Object({
-  mimeType: Type.String(),
-  fileName: Type.Optional(Type.String()),
-  sizeBytes: Type.Optional(Type.Integer()),
-  seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
+/** Where the file of an incoming media message is: in Waygate's media store, never stored, or pruned. */
+export const MediaStatusSchema = Type.Enum(['STORED', 'FAILED', 'EXPIRED'], {
+  type: 'string',
+  description:
+    'STORED: GET /messages/:id/media serves it (mediaUrl); FAILED: the download failed after its retries (see error); EXPIRED: pruned after MEDIA_RETENTION_DAYS',
 });
+
+export const IncomingMediaSchema = Type.Object(
+  {
+    mimeType: Type.String(),
+    fileName: Type.Optional(Type.String()),
+    sizeBytes: Type.Optional(Type.Integer()),
+    seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
+    status: Type.Optional(MediaStatusSchema),
+    sha256: Type.Optional(Type.String({ description: 'Hex SHA-256 of the stored file (its ETag)' })),
+    error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: 'Why the file could not be stored (FAILED)' })),
+  },
+  { description: 'Absent status: received before Waygate stored files' },
+);
 
 /** A LOCATION message's place. */
 export const LocationSchema = Type.Object({
@@ -67,9 +80,11 @@ export const MessageSchema = Type.Object({
   from: Type.Union([Type.String(), Type.Null()], { description: 'Sender of an incoming message' }),
   type: MessageTypeSchema,
   content: Type.String({ description: 'Text, or the caption of a media message' }),
-  mediaUrl: NullableString,
+  mediaUrl: Type.Union([Type.String(), Type.Null()], {
+    description: 'Outgoing: the URL the file was fetched from. Incoming: /messages/{id}/media while the file is STORED, else null',
+  }),
   media: Type.Union([IncomingMediaSchema, Type.Null()], {
-    description: 'An incoming media message: what the network says about the file (the file itself stays on the network)',
+    description: 'An incoming media message: the file (type, name, size) and whether Waygate stored it; mediaUrl is where to download it',
   }),
   status: MessageStatusSchema,
   attempts: Type.Integer(),
@@ -121,7 +136,9 @@ export const BulkJobSchema = Type.Object({
 export type MessageStatus = Static<typeof MessageStatusSchema>;
 export type MessageType = Static<typeof MessageTypeSchema>;
 export type BulkJobStatus = Static<typeof BulkJobStatusSchema>;
-export type IncomingMedia = Static<typeof IncomingMediaSchema>;
+export type MediaStatus = Static<typeof MediaStatusSchema>;
+/** The file of an incoming media message, as the record shows it (messages.media). */
+export type MessageMedia = Static<typeof IncomingMediaSchema>;
 export type Location = Static<typeof LocationSchema>;
 export type ContactCard = Static<typeof ContactCardSchema>;
 export type Reaction = Static<typeof ReactionSchema>;

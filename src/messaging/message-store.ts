@@ -8,7 +8,9 @@
 import { encodeTime } from 'ulid';
 import type { Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
-import type { IncomingMedia, KindFields, MessageRef, MessageType } from '../network/network.js';
+import type { KindFields, MessageRef, MessageType } from '../network/network.js';
+import type { MessageMedia } from './message-record.js';
+import { PUBLISH_MEDIA_SQL } from '../media/media-store.js';
 import { appendEventsSql } from '../events/event-store.js';
 import type { KindPayload, MessageRow, MessageStatus } from './message-model.js';
 import type { Referenced } from './message-kinds.js';
@@ -260,8 +262,9 @@ export interface IncomingMessage {
   fromLid?: string | undefined;
   type: MessageType;
   content: string;
+  /** A STORED file's path (its bytes written, published with the message). */
   mediaUrl?: string | undefined;
-  media?: IncomingMedia | undefined;
+  media?: MessageMedia | undefined;
   kind?: KindFields | undefined;
   /** REACTION: the emoji on the message with this network id. */
   reaction?: { networkMessageId: string; emoji: string } | undefined;
@@ -274,7 +277,8 @@ export interface IncomingMessage {
 /**
  * Stores an incoming message with its message.received event, in one statement; false for a
  * redelivery. A quote's and a reaction's network ids become the ids of our messages of the device
- * (null when we do not know the message).
+ * (null when we do not know the message). A STORED file written under the message's id becomes
+ * visible in the same statement.
  */
 export async function storeIncoming(db: Queryable, deviceId: string, incoming: IncomingMessage, id: string): Promise<boolean> {
   const payload: KindPayload = { ...incoming.kind };
@@ -289,7 +293,8 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
               ${known('$13')}, $14::text[]
          FROM devices d WHERE d.id = $2
        ON CONFLICT (device_id, network_message_id) DO NOTHING
-       RETURNING id, account_id, waygate_message_json(messages) AS event_data),
+       RETURNING id, account_id, waygate_message_json(messages) AS event_data),${incoming.media?.status === 'STORED' ? `
+     published AS (${PUBLISH_MEDIA_SQL('ins')}),` : ''}
      src AS (
        SELECT account_id, 'message.received' AS type, event_data AS data FROM ins
        UNION ALL
@@ -307,6 +312,12 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
       incoming.mentions && incoming.mentions.length > 0 ? incoming.mentions : null,
     ],
   );
+  return rows.length > 0;
+}
+
+/** Whether the device has stored the incoming message with this network id (a redelivery needs no download). */
+export async function incomingExists(db: Queryable, deviceId: string, networkMessageId: string): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM messages WHERE device_id = $1 AND network_message_id = $2', [deviceId, networkMessageId]);
   return rows.length > 0;
 }
 

@@ -11,7 +11,7 @@ export function createSandboxWorld(config: Config, database: Database, bus: Bus)
 }
 
 export async function createNetwork(config: Config, database: Database, bus: Bus, log: Logger): Promise<Network> {
-  if (config.network === 'sandbox') return new SandboxNetwork(createSandboxWorld(config, database, bus), bus, config.sandboxQrMs);
+  if (config.network === 'sandbox') return new SandboxNetwork(createSandboxWorld(config, database, bus), bus, config.sandboxQrMs, config.allowPrivateUrls);
   // Loaded only here, so `baileys` (an optional dependency) is never imported with NETWORK=sandbox.
   const { createWhatsAppNetwork } = await import('./whatsapp/create.js');
   return createWhatsAppNetwork(config, database, bus, log);

@@ -86,13 +86,33 @@ export interface Receipt {
 
 export type DisconnectReason = 'network' | 'logout' | 'replaced' | 'error';
 
-/** What the network says about an incoming media message (the media itself stays on the network). */
+/** What the network says about the file of an incoming media message. */
 export interface IncomingMedia {
   mimeType: string;
   fileName?: string | undefined;
   sizeBytes?: number | undefined;
   /** Duration of audio and video, in seconds. */
   seconds?: number | undefined;
+}
+
+/** The file of an incoming media message, opened on the network: its bytes, and what the download learnt of it. */
+export interface IncomingFile {
+  /** May still fail midway (a dropped connection, a file that does not match its checksum). */
+  stream: AsyncIterable<Uint8Array> & { destroy?(error?: Error): void };
+  mimeType?: string | undefined;
+  fileName?: string | undefined;
+}
+
+/** A download that failed; a permanent one (the file is gone, refused or corrupt) is not tried again. */
+export class MediaDownloadError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly permanent: boolean,
+  ) {
+    super(message);
+    this.name = 'MediaDownloadError';
+  }
 }
 
 export type NetworkEvent =
@@ -109,8 +129,12 @@ export type NetworkEvent =
       fromLid?: string | undefined;
       messageType: MessageType;
       content: string;
-      mediaUrl?: string | undefined;
       media?: IncomingMedia | undefined;
+      /**
+       * A media message's file: opens it on the network (each call one attempt). Waygate downloads
+       * it into its media store before the message is stored (src/media/incoming-media.ts).
+       */
+      download?: (() => Promise<IncomingFile>) | undefined;
       kind?: KindFields | undefined;
       /** REACTION: the emoji ("" removed) on the message with this network id. */
       reaction?: { networkMessageId: string; emoji: string } | undefined;

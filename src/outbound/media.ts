@@ -1,6 +1,8 @@
-/** Fetches a message's media at send time, through the SSRF guard, within the size cap of its type. */
+/** Fetches media through the SSRF guard, within the size cap of its type: a send's file, and the sandbox phone's. */
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import type { MediaType, OutgoingMedia } from '../network/network.js';
-import type { GuardedHttp} from './ssrf.js';
+import type { GuardedHttp } from './ssrf.js';
 import { UnsafeUrlError, unsafeCause } from './ssrf.js';
 
 export const MEDIA_LIMITS: Record<MediaType, number> = {
@@ -14,7 +16,7 @@ export const MEDIA_LIMITS: Record<MediaType, number> = {
 /** A WebP file: "RIFF", 4 bytes of length, "WEBP". */
 const isWebp = (data: Buffer): boolean => data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP';
 
-export type MediaResult = { ok: true; media: OutgoingMedia } | { ok: false; permanent: boolean; code: string; message: string };
+export type MediaResult = { ok: true; media: OutgoingMedia } | MediaFailure;
 
 const FETCH_TIMEOUT_MS = 30_000;
 
@@ -25,8 +27,23 @@ function fileNameOf(url: URL, contentDisposition: string | null): string | undef
   return last ? decodeURIComponent(last) : undefined;
 }
 
-export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: MediaType): Promise<MediaResult> {
-  const limit = MEDIA_LIMITS[type];
+export type MediaFailure = { ok: false; permanent: boolean; code: string; message: string };
+
+/** A media URL answered: its body still to read, with what its headers say. */
+export interface OpenedMedia {
+  ok: true;
+  body: Readable;
+  /** The Content-Type without parameters, if any. */
+  mimeType: string | undefined;
+  fileName: string | undefined;
+}
+
+/**
+ * Requests a media URL through the SSRF guard: a redirect, an error status or a declared size
+ * over `limit` is a failure (4xx but 429 permanent); otherwise the body, to be read within
+ * `limit` by the caller.
+ */
+export async function openMedia(http: GuardedHttp, rawUrl: string, limit: number, label: string): Promise<OpenedMedia | MediaFailure> {
   try {
     const response = await http.request(rawUrl, { timeoutMs: FETCH_TIMEOUT_MS, allowPrivate: http.allowPrivate });
     if (response.status >= 300 && response.status < 400) {
@@ -41,32 +58,50 @@ export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: MediaT
     const declared = Number(response.headers.get('content-length') ?? NaN);
     if (Number.isFinite(declared) && declared > limit) {
       await response.body?.cancel();
-      return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is ${declared} bytes; ${type} allows ${limit}` };
+      return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is ${declared} bytes; ${label} allows ${limit}` };
     }
+    const type = response.headers.get('content-type');
+    return {
+      ok: true,
+      body: response.body ? Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>) : Readable.from([]),
+      mimeType: type ? type.split(';')[0]!.trim() || undefined : undefined,
+      fileName: fileNameOf(new URL(rawUrl), response.headers.get('content-disposition')),
+    };
+  } catch (error) {
+    return fetchFailure(error);
+  }
+}
+
+function fetchFailure(error: unknown): MediaFailure {
+  const unsafe = error instanceof UnsafeUrlError ? error : unsafeCause(error);
+  if (unsafe) return { ok: false, permanent: true, code: 'MEDIA_URL_REFUSED', message: unsafe.message };
+  return { ok: false, permanent: false, code: 'MEDIA_UNREACHABLE', message: `The media could not be fetched: ${(error as Error).message}` };
+}
+
+/** Fetches a message's media at send time, within the size cap of its type. */
+export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: MediaType): Promise<MediaResult> {
+  const limit = MEDIA_LIMITS[type];
+  const opened = await openMedia(http, rawUrl, limit, type);
+  if (!opened.ok) return opened;
+  try {
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of response.body ?? []) {
+    for await (const chunk of opened.body) {
       size += (chunk as Uint8Array).length;
       if (size > limit) {
+        opened.body.destroy();
         return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is over ${limit} bytes, the limit for ${type}` };
       }
       chunks.push(Buffer.from(chunk as Uint8Array));
     }
-    const url = new URL(rawUrl);
     const data = Buffer.concat(chunks);
     // A sticker is a WebP image whatever the server calls it: its bytes say so.
     if (type === 'STICKER' && !isWebp(data)) return { ok: false, permanent: true, code: 'MEDIA_NOT_WEBP', message: 'A STICKER must be a WebP image' };
     return {
       ok: true,
-      media: {
-        data,
-        mimeType: type === 'STICKER' ? 'image/webp' : (response.headers.get('content-type') ?? 'application/octet-stream').split(';')[0]!.trim(),
-        fileName: fileNameOf(url, response.headers.get('content-disposition')),
-      },
+      media: { data, mimeType: type === 'STICKER' ? 'image/webp' : (opened.mimeType ?? 'application/octet-stream'), fileName: opened.fileName },
     };
   } catch (error) {
-    const unsafe = error instanceof UnsafeUrlError ? error : unsafeCause(error);
-    if (unsafe) return { ok: false, permanent: true, code: 'MEDIA_URL_REFUSED', message: unsafe.message };
-    return { ok: false, permanent: false, code: 'MEDIA_UNREACHABLE', message: `The media could not be fetched: ${(error as Error).message}` };
+    return fetchFailure(error);
   }
 }

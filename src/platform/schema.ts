@@ -3,10 +3,11 @@
  * generated from it (`npm run db:generate`); hand-written parts (extensions, trigram indexes,
  * counter triggers) live in their own custom migrations.
  */
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, customType, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
+const bytea = customType<{ data: Uint8Array }>({ dataType: () => 'bytea' });
 
 export const plans = pgTable('plans', {
   id: text('id').primaryKey(),
@@ -493,6 +494,43 @@ export const messageActions = pgTable(
   (t) => [index('message_actions_due_idx').on(t.deviceId, t.dueAt).where(sql`${t.dueAt} IS NOT NULL`)],
 );
 
+/**
+ * The media store (src/media/media-store.ts): one row per incoming media message's file, visible
+ * once `storedAt` is set; its bytes in media_chunks, 256 KiB per row (storage EXTERNAL: media is
+ * compressed already). Pruned after MEDIA_RETENTION_DAYS.
+ */
+export const media = pgTable(
+  'media',
+  {
+    messageId: text('message_id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    contentType: text('content_type').notNull(),
+    fileName: text('file_name'),
+    sizeBytes: bigint('size_bytes', { mode: 'number' }).notNull().default(0),
+    /** Hex SHA-256 of the bytes (the ETag). */
+    sha256: text('sha256'),
+    chunkSize: integer('chunk_size').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    /** Null while the file is being written. */
+    storedAt: ts('stored_at'),
+  },
+  (t) => [index('media_created_idx').on(t.createdAt), index('media_account_idx').on(t.accountId)],
+);
+
+export const mediaChunks = pgTable(
+  'media_chunks',
+  {
+    messageId: text('message_id')
+      .notNull()
+      .references(() => media.messageId, { onDelete: 'cascade' }),
+    n: integer('n').notNull(),
+    data: bytea('data').notNull(),
+  },
+  (t) => [primaryKey({ name: 'media_chunks_pk', columns: [t.messageId, t.n] })],
+);
+
 export const schema = {
   plans,
   accounts,
@@ -516,5 +554,7 @@ export const schema = {
   sandboxIncoming,
   sandboxReads,
   messageActions,
+  media,
+  mediaChunks,
 };
 export type Schema = typeof schema;

@@ -18,11 +18,13 @@ export interface WorkBudget {
   fanoutChunk: number;
   /** Rows per retention statement (expired events, attempts), each followed by a pause. */
   pruneBatch: number;
+  /** Bytes of media files per retention statement (past its first file): their chunks go in that statement. */
+  pruneMediaBytes: number;
 }
 
 const BUDGETS: Record<Database['kind'], WorkBudget> = {
-  postgres: { dispatchBatch: 1_000, receiptBatch: 5_000, fanoutChunk: 10_000, pruneBatch: 2_000 },
-  pglite: { dispatchBatch: 200, receiptBatch: 500, fanoutChunk: 2_000, pruneBatch: 200 },
+  postgres: { dispatchBatch: 1_000, receiptBatch: 5_000, fanoutChunk: 10_000, pruneBatch: 2_000, pruneMediaBytes: 512 * 1024 * 1024 },
+  pglite: { dispatchBatch: 200, receiptBatch: 500, fanoutChunk: 2_000, pruneBatch: 200, pruneMediaBytes: 64 * 1024 * 1024 },
 };
 
 export function workBudget(database: Pick<Database, 'kind'>): WorkBudget {

@@ -4,10 +4,12 @@
  * Boom-like error with output.statusCode, creds.update, messages.upsert with remoteJidAlt,
  * messages.update, message-receipt.update, lid-mapping.update, contacts.upsert), the websocket's
  * `CB:ack,class:message`, signalRepository.lidMapping.getPNForLID, and sendMessage (returning
- * the generated message, as Baileys does) / requestPairingCode / onWhatsApp / logout / end. No
- * network. test/whatsapp-payloads.test.ts checks these shapes against Baileys' own types.
+ * the generated message, as Baileys does) / requestPairingCode / onWhatsApp / logout / end, and
+ * updateMediaMessage (the re-upload request for expired media: the phone's answer moves the
+ * message's directPath and url in place, or is Baileys' Boom). No network. test/whatsapp-payloads.test.ts checks these shapes against Baileys' own types.
  */
 import { EventEmitter } from 'node:events';
+import { mediaFieldsOf } from '../../src/network/whatsapp/messages.js';
 import type {
   AuthState,
   SocketFactory,
@@ -52,6 +54,12 @@ export class FakeSocket implements WASocketLike {
   /** How long sendMessage takes before it hands the message over (the media upload, on the real socket). */
   sendDelayMs = 0;
   onWhatsAppCalls = 0;
+  /**
+   * The sender's phone's answer to a re-upload request: the directPath of the new upload, or the
+   * error Baileys throws (a Boom: 404 when the phone no longer has the file). Unset: it never answers.
+   */
+  reupload: ((message: WAMessage) => string | Error) | undefined;
+  readonly reuploadRequests: string[] = [];
   /** Baileys 7's LID store: pairs it learnt (keyed by `<digits>@lid`). */
   readonly lidStore = new Map<string, string>();
   readonly signalRepository = { lidMapping: { getPNForLID: async (lid: string): Promise<string | null> => this.lidStore.get(lid) ?? null } };
@@ -149,6 +157,21 @@ export class FakeSocket implements WASocketLike {
     if (this.ended) throw boom(428, 'Connection Closed');
     this.onWhatsAppCalls++;
     return jids.map((jid) => ({ jid, exists: !this.notOnWhatsApp.has(jid.split('@')[0]!) }));
+  }
+
+  async updateMediaMessage(message: WAMessage): Promise<WAMessage> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.reuploadRequests.push(message.key.id ?? '');
+    const fields = mediaFieldsOf(message);
+    if (!fields) throw boom(400, 'given message is not a media message');
+    const answer = this.reupload?.(message);
+    if (answer === undefined) return new Promise<WAMessage>(() => undefined);
+    if (answer instanceof Error) throw answer;
+    // As Baileys: content.directPath = the phone's new path; content.url = https://<media host><directPath>.
+    const host = fields.url ? new URL(fields.url).host : 'mmg.whatsapp.net';
+    fields.directPath = answer;
+    fields.url = `https://${host}${answer}`;
+    return message;
   }
 
   async logout(): Promise<void> {

@@ -11,6 +11,7 @@ import { contactRoutes } from './contacts.js';
 import { deviceRoutes } from './devices.js';
 import { eventRoutes } from './events.js';
 import { groupRoutes } from './groups.js';
+import { mediaRoutes } from './media.js';
 import { messageRoutes } from './messages.js';
 import { sandboxRoutes } from './sandbox.js';
 import { tokenRoutes } from './tokens.js';
@@ -23,6 +24,7 @@ export async function registerResourceRoutes(scope: FastifyInstance, services: S
   await scope.register(groupRoutes, { groups: services.groups });
   await scope.register(deviceRoutes, { devices: services.devices });
   await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
+  await scope.register(mediaRoutes, { database });
   await scope.register(webhookRoutes, { webhooks: services.webhooks });
   await scope.register(eventRoutes, { events: services.events });
   if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });

@@ -5,8 +5,10 @@
  * as one batch, which is what lets the sandbox take tens of thousands of messages a second.
  */
 import type { Bus } from '../../platform/bus.js';
-import type { DeviceInfo, MessageRef, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
-import type { PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
+import { MEDIA_LIMITS, openMedia } from '../../outbound/media.js';
+import { GuardedHttp } from '../../outbound/ssrf.js';
+import { isMediaType, MediaDownloadError, type DeviceInfo, type IncomingFile, type MediaType, type MessageRef, type Network, type NetworkEvent, type NetworkSession, type OutgoingMessage, type SendResult, type SessionHandlers } from '../network.js';
+import type { IncomingRow, PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
 
 const POLL_MS = 100;
 
@@ -163,12 +165,19 @@ export class SandboxNetwork implements Network {
   private polling: Promise<void> | undefined;
   private again = false;
   private unsubscribe: (() => void) | undefined;
+  /** Incoming messages being handed over (by seq): each session takes its own in order, beside the polls. */
+  private readonly handing = new Map<number, Promise<void>>();
+  /** The phone's files are fetched from their mediaUrl when Waygate downloads them, as a recipient downloads from WhatsApp's servers. */
+  private readonly http: GuardedHttp;
 
   constructor(
     readonly world: SandboxWorld,
     private readonly bus: Bus,
     readonly qrMs: number,
-  ) {}
+    allowPrivateUrls: boolean,
+  ) {
+    this.http = new GuardedHttp(allowPrivateUrls);
+  }
 
   async openSession(device: DeviceInfo, handlers: SessionHandlers): Promise<NetworkSession> {
     const session = new SandboxSession(device, this, handlers);
@@ -228,35 +237,51 @@ export class SandboxNetwork implements Network {
       await this.world.markReceipts(handed);
     }
 
-    for (const incoming of await this.world.pendingIncoming(ids)) {
+    // Handed over without waiting: storing one may take a download, which must hold up neither
+    // the receipts of this poll nor the other devices. A session takes its own in order.
+    for (const incoming of await this.world.pendingIncoming(ids, [...this.handing.keys()])) {
       const session = this.sessions.get(incoming.deviceId);
       if (!session) continue;
-      const { vote, edit, delete: deleted } = incoming.payload ?? {};
-      const action: NetworkEvent | undefined = vote
-        ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
-        : edit
-          ? { type: 'edited', networkMessageId: edit.networkMessageId, chat: incoming.from, fromMe: false, content: edit.content, at: incoming.createdAt }
-          : deleted
-            ? { type: 'deleted', networkMessageId: deleted.networkMessageId, chat: incoming.from, fromMe: false, at: incoming.createdAt }
-            : undefined;
-      if (action) {
-        await session.emit(action);
-        await this.world.ackIncoming(incoming.seq);
-        continue;
-      }
+      const handed = this.handOver(session, incoming)
+        .catch(() => undefined)
+        .finally(() => this.handing.delete(incoming.seq));
+      this.handing.set(incoming.seq, handed);
+    }
+  }
+
+  /** One incoming message (or the other side's vote, edit or delete) to its session; acknowledged only once Waygate has stored it. */
+  private async handOver(session: SandboxSession, incoming: IncomingRow): Promise<void> {
+    const { vote, edit, delete: deleted } = incoming.payload ?? {};
+    const action: NetworkEvent | undefined = vote
+      ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
+      : edit
+        ? { type: 'edited', networkMessageId: edit.networkMessageId, chat: incoming.from, fromMe: false, content: edit.content, at: incoming.createdAt }
+        : deleted
+          ? { type: 'deleted', networkMessageId: deleted.networkMessageId, chat: incoming.from, fromMe: false, at: incoming.createdAt }
+          : undefined;
+    if (action) {
+      await session.emit(action);
+    } else {
+      const { mediaUrl, type } = incoming;
       await session.emit({
         type: 'incoming',
         networkMessageId: incoming.networkMessageId,
         from: incoming.from,
-        messageType: incoming.type,
+        messageType: type,
         content: incoming.content,
-        mediaUrl: incoming.mediaUrl ?? undefined,
+        download: mediaUrl && isMediaType(type) ? () => this.download(mediaUrl, type) : undefined,
         ...incomingKind(incoming.payload),
         at: incoming.createdAt,
       });
-      // Acknowledged only once Waygate has stored it.
-      await this.world.ackIncoming(incoming.seq);
     }
+    await this.world.ackIncoming(incoming.seq);
+  }
+
+  /** The phone's file, from the URL it was sent with (through the SSRF guard, within its type's cap). */
+  private async download(url: string, type: MediaType): Promise<IncomingFile> {
+    const opened = await openMedia(this.http, url, MEDIA_LIMITS[type], type);
+    if (!opened.ok) throw new MediaDownloadError(opened.code, opened.message, opened.permanent);
+    return { stream: opened.body, mimeType: type === 'STICKER' ? 'image/webp' : opened.mimeType, fileName: opened.fileName };
   }
 
   async close(): Promise<void> {
@@ -265,5 +290,7 @@ export class SandboxNetwork implements Network {
     this.unsubscribe?.();
     await Promise.all([...this.sessions.values()].map((session) => session.close()));
     await this.polling;
+    await Promise.all(this.handing.values());
+    await this.http.close();
   }
 }

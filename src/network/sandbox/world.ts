@@ -334,7 +334,8 @@ export class SandboxWorld {
     return networkMessageId;
   }
 
-  async pendingIncoming(deviceIds: string[], limit = 100): Promise<IncomingRow[]> {
+  /** Incoming messages not yet acknowledged, oldest first, but those in `handing` (being handed over now). */
+  async pendingIncoming(deviceIds: string[], handing: number[] = [], limit = 100): Promise<IncomingRow[]> {
     if (deviceIds.length === 0) return [];
     const rows = await this.database.query<{
       seq: number;
@@ -346,7 +347,7 @@ export class SandboxWorld {
       media_url: string | null;
       payload: SandboxPayload | null;
       created_at: Date;
-    }>('SELECT * FROM sandbox_incoming WHERE device_id = ANY($1::text[]) ORDER BY seq LIMIT $2', [deviceIds, limit]);
+    }>('SELECT * FROM sandbox_incoming WHERE device_id = ANY($1::text[]) AND seq <> ALL($3::bigint[]) ORDER BY seq LIMIT $2', [deviceIds, limit, handing]);
     return rows.map((r) => ({
       seq: Number(r.seq),
       deviceId: r.device_id,

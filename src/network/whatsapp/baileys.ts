@@ -3,6 +3,7 @@
  * builds real sockets from it. Everything else in this folder talks to the structural types in
  * types.ts, which is what lets the tests drive the adapter through a fake socket.
  */
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WhatsAppConfig } from '../../config.js';
 import { isBroadcastJid } from './jid.js';
@@ -25,6 +26,7 @@ export interface BaileysModule {
   makeCacheableSignalKeyStore(store: unknown, logger?: unknown): unknown;
   DEFAULT_CONNECTION_CONFIG: { version: WaVersion };
   decryptPollVote: BaileysHelpers['decryptPollVote'];
+  downloadMediaMessage(message: unknown, type: 'stream', options: { options?: { dispatcher?: unknown } }): Promise<Readable>;
 }
 
 export async function loadBaileys(): Promise<BaileysModule> {
@@ -42,7 +44,7 @@ export async function loadBaileys(): Promise<BaileysModule> {
     );
   }
   const module = imported as Partial<BaileysModule>;
-  const missing = (['makeWASocket', 'initAuthCreds', 'makeCacheableSignalKeyStore', 'DEFAULT_CONNECTION_CONFIG', 'decryptPollVote'] as const).filter((name) => !module[name]);
+  const missing = (['makeWASocket', 'initAuthCreds', 'makeCacheableSignalKeyStore', 'DEFAULT_CONNECTION_CONFIG', 'decryptPollVote', 'downloadMediaMessage'] as const).filter((name) => !module[name]);
   if (missing.length > 0) {
     throw new Error(`The installed "baileys" package does not look like Baileys 7 (${missing.join(', ')} missing); run npm ci`);
   }
@@ -57,6 +59,9 @@ export function baileysHelpers(baileys: BaileysModule): BaileysHelpers {
     encodeMessage: (message) => Buffer.from(baileys.proto.Message.encode(message).finish()),
     decodeMessage: (bytes) => baileys.proto.Message.decode(bytes),
     decryptPollVote: (vote, context) => baileys.decryptPollVote(vote, context),
+    // No reupload context: Baileys 7 asks for a re-upload only on errors with a `status` field,
+    // which its own HTTP errors (Booms: output.statusCode) never have; the session does it.
+    downloadMedia: (message, { dispatcher }) => baileys.downloadMediaMessage(message, 'stream', dispatcher ? { options: { dispatcher } } : {}),
   };
 }
 

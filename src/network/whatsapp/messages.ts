@@ -246,6 +246,12 @@ function contextOf(content: WAMessageContent): WAContextInfo | undefined {
   return undefined;
 }
 
+/** The media fields of an incoming message (the object Baileys' re-upload request updates in place), if it is a media message. */
+export function mediaFieldsOf(message: WAMessage): WAMediaFields | undefined {
+  const content = unwrap(message.message);
+  return content?.imageMessage ?? content?.videoMessage ?? content?.documentMessage ?? content?.audioMessage ?? content?.stickerMessage ?? undefined;
+}
+
 function mediaOf(fields: WAMediaFields, fallbackMime: string): IncomingMedia {
   return {
     mimeType: fields.mimetype || fallbackMime,

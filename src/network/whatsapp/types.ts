@@ -4,6 +4,7 @@
  * 7 (lib/Types/*.d.ts); fields the adapter does not read are left out.
  */
 import type { Agent } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 
 /** proto.WebMessageInfo.Status */
@@ -53,6 +54,12 @@ export interface WAMediaFields {
   seconds?: number | null;
   caption?: string | null;
   url?: string | null;
+  /** Where the encrypted file is on WhatsApp's media servers (Baileys downloads https://<host><directPath>). */
+  directPath?: string | null;
+  mediaKey?: Uint8Array | string | null;
+  /** SHA-256 of the decrypted file. */
+  fileSha256?: Uint8Array | string | null;
+  fileEncSha256?: Uint8Array | string | null;
   contextInfo?: WAContextInfo | null;
 }
 
@@ -261,6 +268,11 @@ export interface WASocketLike {
   end(error: Error | undefined): void | Promise<void>;
   /** Baileys 7's LID store (the pairs it learnt, kept in the auth state's 'lid-mapping' keys). */
   signalRepository?: { lidMapping?: { getPNForLID(lid: string): Promise<string | null> } };
+  /**
+   * Asks the sender's phone to upload an expired media file again; resolves with the message,
+   * its media fields (url, directPath) updated in place. Waits for the phone without a timeout.
+   */
+  updateMediaMessage?(message: WAMessage): Promise<WAMessage>;
 }
 
 /** Baileys' auth state: credentials plus the signal key store. */
@@ -287,6 +299,13 @@ export interface BaileysHelpers {
     vote: WAPollEncValue,
     context: { pollCreatorJid: string; pollMsgId: string; pollEncKey: Uint8Array; voterJid: string },
   ): { selectedOptions?: Uint8Array[] | null };
+  /**
+   * Baileys' downloadMediaMessage (as a stream, without its re-upload request, which the session
+   * makes itself): fetches the encrypted file of a media message and decrypts it. An HTTP failure
+   * throws a Boom with output.statusCode (404/410: expired on WhatsApp's servers). `dispatcher`:
+   * the device's proxy (an undici dispatcher for fetch).
+   */
+  downloadMedia(message: WAMessage, options: { dispatcher?: unknown }): Promise<Readable>;
 }
 
 export interface SocketOptions {

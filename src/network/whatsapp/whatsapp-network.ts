@@ -25,9 +25,13 @@ import type { Logger } from 'pino';
 import type { WhatsAppConfig } from '../../config.js';
 import type { Bus } from '../../platform/bus.js';
 import type { Database } from '../../platform/database.js';
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { MediaDownloadError } from '../network.js';
 import type {
   DeviceInfo,
   MessageRef,
+  IncomingFile,
   Network,
   NetworkEvent,
   NetworkSession,
@@ -37,7 +41,7 @@ import type {
   SessionHandlers,
 } from '../network.js';
 import { DeviceStore } from '../../devices/device-store.js';
-import { proxyAgent } from '../../devices/device-proxy.js';
+import { proxyAgent, proxyDispatcher } from '../../devices/device-proxy.js';
 import { DatabaseAuthStore } from './auth-state.js';
 import { isLidJid, isPersonJid, jidToPhone, maskPhone, normalizeLid, parseJid, phoneToJid } from './jid.js';
 import {
@@ -45,6 +49,7 @@ import {
   classifyAckError,
   classifyDisconnect,
   classifySendError,
+  mediaFieldsOf,
   outgoingContent,
   quotedMessage,
   parseIncomingContent,
@@ -109,6 +114,8 @@ const OFF_NETWORK_CACHE_MS = 24 * 60 * 60 * 1000;
 /** Sent messages kept for retry requests (whatsapp_sent_messages); phones ask within minutes, rarely days. */
 const SENT_RETENTION = '14 days';
 const NOT_CONNECTED: SendResult = { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected to WhatsApp' };
+/** How long the sender's phone has to upload an expired media file again (Baileys waits forever). */
+const REUPLOAD_TIMEOUT_MS = 30_000;
 /** After a 463 (no privacy token towards a new contact), bulk traffic of the device waits this long. */
 const BULK_PAUSE_AFTER_463_MS = 60 * 60 * 1000;
 
@@ -170,6 +177,8 @@ export class WhatsAppSession implements NetworkSession {
   private openedAt = 0;
   private flaps = 0;
   private flapTimer: { timer: NodeJS.Timeout; done(): void } | undefined;
+  /** Media downloads go through the device's proxy, like its socket (made when first needed). */
+  private mediaDispatcher: ReturnType<typeof proxyDispatcher> | undefined;
 
   constructor(
     readonly device: DeviceInfo,
@@ -781,6 +790,7 @@ export class WhatsAppSession implements NetworkSession {
       messageType: parsed.messageType,
       content: parsed.content,
       media: parsed.media,
+      download: parsed.media ? () => this.downloadMedia(message) : undefined,
       kind: parsed.kind,
       reaction: parsed.reaction,
       replyTo: parsed.replyTo,
@@ -844,6 +854,49 @@ export class WhatsAppSession implements NetworkSession {
     }
     const voter = key.fromMe ? (myPhone ?? own[0]!) : await this.partyOf(key);
     await this.emit({ type: 'poll-vote', pollNetworkMessageId: pollId, voter, options: votedOptions(selected, poll.options), at: timestampOf(message.messageTimestamp) });
+  }
+
+  /**
+   * The file of an incoming media message, decrypted as it downloads (through the device's proxy,
+   * if it has one) and checked against its fileSha256 at the end. A file WhatsApp's servers no
+   * longer have (404/410: media expires there after a while) is asked of the sender's phone again
+   * (a re-upload request), then downloaded from where the phone put it.
+   */
+  private async downloadMedia(message: WAMessage): Promise<IncomingFile> {
+    const fields = mediaFieldsOf(message);
+    if (!fields?.directPath && !fields?.url) throw new MediaDownloadError('MEDIA_MISSING', 'The message names no file on WhatsApp (no url or directPath)', true);
+    if (this.device.proxyUrl) this.mediaDispatcher ??= proxyDispatcher(this.device.proxyUrl);
+    const open = (): Promise<Readable> => this.options.helpers.downloadMedia(message, { dispatcher: this.mediaDispatcher });
+    let stream: Readable;
+    try {
+      stream = await open();
+    } catch (error) {
+      const status = statusCodeOf(error as Error);
+      if (status !== 404 && status !== 410) throw downloadFailure(error);
+      this.log.info({ id: message.key.id, status }, 'incoming media expired on WhatsApp; asking the sender\'s phone to upload it again');
+      await this.reupload(message);
+      try {
+        stream = await open();
+      } catch (again) {
+        throw downloadFailure(again);
+      }
+    }
+    return { stream: verified(stream, fields.fileSha256) };
+  }
+
+  /** A re-upload request to the sender's phone; the message's media fields then point at the new upload. */
+  private async reupload(message: WAMessage): Promise<void> {
+    const socket = this.socket;
+    if (!socket?.updateMediaMessage || this.socketState !== 'open') {
+      throw new MediaDownloadError('MEDIA_EXPIRED', 'The file expired on WhatsApp and the device is not connected to ask the sender for it again', false);
+    }
+    try {
+      await withTimeout(socket.updateMediaMessage(message), REUPLOAD_TIMEOUT_MS, () => new Error(`the phone did not answer within ${REUPLOAD_TIMEOUT_MS / 1000} s`));
+    } catch (error) {
+      // The phone answered that it cannot (Baileys: 404 not found, 412 decryption error, 418 general error): no point asking again.
+      const answered = [404, 410, 412, 418].includes(statusCodeOf(error as Error) ?? 0);
+      throw new MediaDownloadError('MEDIA_EXPIRED', `The file expired on WhatsApp and the sender's phone did not upload it again: ${(error as Error).message}`, answered);
+    }
   }
 
   /**
@@ -990,6 +1043,7 @@ export class WhatsAppSession implements NetworkSession {
     this.dropSocket();
     await this.store.fence();
     await this.chain;
+    await this.mediaDispatcher?.close().catch(() => undefined);
     this.onClosed(this);
   }
 }
@@ -1014,6 +1068,31 @@ function endSocket(socket: WASocketLike, error: Error | undefined, log: Logger):
 }
 
 /** `work`, or the error `onTimeout` makes when it takes longer than `ms`. */
+/** A download failure of Baileys (a Boom with the HTTP status, or a network error) as the receiver sees it. */
+function downloadFailure(error: unknown): MediaDownloadError {
+  const status = statusCodeOf(error as Error);
+  const message = (error as Error).message;
+  if (status === 404 || status === 410) return new MediaDownloadError('MEDIA_EXPIRED', `The file is no longer on WhatsApp's servers (${status}): ${message}`, true);
+  if (status !== undefined && status >= 400 && status < 500 && status !== 429) return new MediaDownloadError('MEDIA_UNREACHABLE', `WhatsApp's media server answered ${status}: ${message}`, true);
+  return new MediaDownloadError('MEDIA_UNREACHABLE', `The file could not be downloaded from WhatsApp: ${message}`, false);
+}
+
+/** The decrypted bytes, failing at the end if they are not the file the message describes (its fileSha256). */
+function verified(stream: Readable, fileSha256: Uint8Array | string | null | undefined): IncomingFile['stream'] {
+  const expected = typeof fileSha256 === 'string' ? Buffer.from(fileSha256, 'base64') : fileSha256 ? Buffer.from(fileSha256) : undefined;
+  async function* check(): AsyncGenerator<Uint8Array> {
+    const hash = createHash('sha256');
+    for await (const chunk of stream as AsyncIterable<Uint8Array>) {
+      hash.update(chunk);
+      yield chunk;
+    }
+    if (expected && expected.length > 0 && !hash.digest().equals(expected)) {
+      throw new MediaDownloadError('MEDIA_CORRUPT', 'The downloaded file does not match the SHA-256 the sender gave it', false);
+    }
+  }
+  return Object.assign(check(), { destroy: (error?: Error) => void stream.destroy(error) });
+}
+
 async function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
