@@ -30,6 +30,8 @@ export interface Config {
   /** Days webhook delivery attempts are kept (WEBHOOK_ATTEMPT_RETENTION_DAYS). */
   attemptRetentionDays: number;
   sandboxReceiptMs: number;
+  /** The least time between two number look-ups (POST /numbers/check) on the network, per device (NUMBER_CHECK_INTERVAL_MS). */
+  numberCheckIntervalMs: number;
   /** How long a sandbox QR code stays valid; a new one is shown before it expires. */
   sandboxQrMs: number;
   /** Attempts per message for transient network errors before it ends FAILED. */
@@ -250,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     eventRetentionDays: int('EVENT_RETENTION_DAYS', 31, 1, 3_650),
     attemptRetentionDays: int('WEBHOOK_ATTEMPT_RETENTION_DAYS', 31, 1, 3_650),
     sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
+    numberCheckIntervalMs: int('NUMBER_CHECK_INTERVAL_MS', network === 'whatsapp' ? 3_000 : 0, 0, 600_000),
     sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
     sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),
     webhookRetryScheduleMs,

@@ -18,5 +18,6 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
       'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option,
                                     'count', (SELECT count(*) FROM jsonb_each(m.payload->'poll'->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
                            FROM jsonb_array_elements_text(m.payload->'poll'->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb)) END,
-    'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions))
+    'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions),
+    'chatId', COALESCE(m.chat_id, m.peer))
 $$;

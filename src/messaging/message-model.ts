@@ -68,6 +68,8 @@ export interface MessageRow {
   payload: KindPayload | null;
   reply_to: string | null;
   mentions: string[] | null;
+  /** Set for a group member's message: the group (<digits>@g.us); otherwise the chat is the peer. */
+  chat_id?: string | null;
 }
 
 /** The one place that maps a message's columns to its fields (waygate_message_json does the same in SQL, kept equal by test/record-contract.test.ts). */
@@ -101,6 +103,7 @@ export const toMessage = (r: MessageRow): Message => ({
   reaction: r.payload?.reaction ?? null,
   replyTo: r.reply_to,
   mentions: r.mentions,
+  chatId: r.chat_id ?? r.peer,
 });
 
 export interface BulkJobRow {

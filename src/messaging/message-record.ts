@@ -92,6 +92,7 @@ export const MessageSchema = Type.Object({
   reaction: Type.Union([ReactionSchema, Type.Null()], { description: 'REACTION' }),
   replyTo: Type.Union([Type.String(), Type.Null()], { description: 'The message this one quotes (null: none, or one Waygate does not know)' }),
   mentions: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Phone numbers mentioned' }),
+  chatId: Type.String({ description: 'The chat it belongs to (GET /chats/:chatId): the other party, or the group (<digits>@g.us)' }),
 });
 
 /** A bulk job with its live counters. The API writes the fields in this order. */

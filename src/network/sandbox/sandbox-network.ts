@@ -5,15 +5,35 @@
  * as one batch, which is what lets the sandbox take tens of thousands of messages a second.
  */
 import type { Bus } from '../../platform/bus.js';
-import type { DeviceInfo, Network, NetworkEvent, NetworkSession, OutgoingMessage, SendResult, SessionHandlers } from '../network.js';
-import type { PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
+import type {
+  DeviceInfo,
+  GroupInfo,
+  Network,
+  NetworkEvent,
+  NetworkSession,
+  NumberCheck,
+  OutgoingMessage,
+  PresenceState,
+  ReadMessage,
+  SendResult,
+  SessionHandlers,
+} from '../network.js';
+import { magicEnding, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
+
+/** A sandbox group as the network lists it: the first member (the device's number) created it and is its admin. */
+const groupInfo = (group: SandboxGroup): GroupInfo => ({
+  id: group.id,
+  name: group.name,
+  participants: group.members.map((phoneNumber, index) => ({ phoneNumber, admin: index === 0 })),
+  createdAt: group.createdAt,
+});
 
 const POLL_MS = 100;
 
 /** An incoming message's kind fields, replies and reactions, as the network hands them over. */
 function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
   if (!payload) return {};
-  const { reaction, replyTo, mentions, vote: _, ...kind } = payload;
+  const { reaction, replyTo, mentions, vote: _, group: __, groupAdded: ___, ...kind } = payload;
   return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
 }
 
@@ -68,6 +88,9 @@ class SandboxSession implements NetworkSession {
       this.stopQr();
       this.linked = true;
       await this.emit({ type: 'connected', phoneNumber: phone.phone_number });
+      // As WhatsApp does on connecting: the number's groups.
+      const groups = await this.network.world.groups(this.device.id);
+      if (groups.length > 0) await this.emit({ type: 'groups', groups: groups.map(groupInfo) });
     } else if (phone.state === 'dropped') {
       this.linked = false;
       await this.emit({ type: 'disconnected', reason: 'network', message: 'The connection to the network dropped' });
@@ -116,6 +139,24 @@ class SandboxSession implements NetworkSession {
     } catch (error) {
       for (const pending of batch) pending.reject(error);
     }
+  }
+
+  /** Sandbox: numbers ending 0000 are not on the network. */
+  checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]> {
+    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
+    return Promise.resolve(phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== '0000' })));
+  }
+
+  /** The sandbox's phones show no read ticks: a read is taken and recorded nowhere. */
+  markRead(_chat: string, _messages: ReadMessage[]): Promise<void> {
+    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
+    return Promise.resolve();
+  }
+
+  /** The sandbox shows no presence: taken and dropped, as a phone that is not looking. */
+  sendPresence(_chat: string, _state: PresenceState): Promise<void> {
+    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
+    return Promise.resolve();
   }
 
   async reconnect(): Promise<void> {
@@ -211,6 +252,13 @@ export class SandboxNetwork implements Network {
     for (const incoming of await this.world.pendingIncoming(ids)) {
       const session = this.sessions.get(incoming.deviceId);
       if (!session) continue;
+      const added = incoming.payload?.groupAdded;
+      if (added) {
+        const groups = await this.world.groups(incoming.deviceId, [added]);
+        await session.emit({ type: 'groups', groups: groups.map(groupInfo) });
+        await this.world.ackIncoming(incoming.seq);
+        continue;
+      }
       const vote = incoming.payload?.vote;
       if (vote) {
         await session.emit({ type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt });
@@ -225,6 +273,7 @@ export class SandboxNetwork implements Network {
         content: incoming.content,
         mediaUrl: incoming.mediaUrl ?? undefined,
         ...incomingKind(incoming.payload),
+        chat: incoming.payload?.group,
         at: incoming.createdAt,
       });
       // Acknowledged only once Waygate has stored it.
