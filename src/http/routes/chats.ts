@@ -92,14 +92,10 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
         summary: 'Mark everything in the chat read (unread count 0; read receipts go to the network)',
         params: ChatParams,
         querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
-        body: Type.Optional(Type.Object(DeviceQuery, { additionalProperties: false })),
         response: { 200: successData(ChatDetailSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },
     },
-    async (request) => ({
-      success: true as const,
-      data: await conversations.read(auth(request).accountId, request.params.chatId, request.query.deviceId ?? request.body?.deviceId),
-    }),
+    async (request) => ({ success: true as const, data: await conversations.read(auth(request).accountId, request.params.chatId, request.query.deviceId) }),
   );
 
   app.post(
