@@ -23,9 +23,10 @@ import {
 
 let ctx: TestContext;
 
+// The app's start (migrations) and the 10,000-message history take long on a loaded machine.
 beforeAll(async () => {
   ctx = await createMessagingApp();
-});
+}, 180_000);
 
 afterAll(async () => {
   await ctx?.close();
@@ -197,7 +198,7 @@ describe("a chat's history", () => {
     expect([...seen].at(-1)).toMatch(/^msg_hist00000/);
 
     expectFieldError(await call(ctx, tenant, 'GET', `/chats/${peer}/messages?before=msg_nope`), 'before');
-  });
+  }, 180_000);
 });
 
 describe('number checks', () => {
