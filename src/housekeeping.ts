@@ -1,7 +1,8 @@
 /**
  * What the worker role prunes, and when: expired idempotency keys, events past
  * EVENT_RETENTION_DAYS (with their deliveries) and delivery attempts past
- * WEBHOOK_ATTEMPT_RETENTION_DAYS. Each statement takes one bounded batch (work-budget.ts) and the
+ * WEBHOOK_ATTEMPT_RETENTION_DAYS, requests to devices left unserved for a day and number look-ups
+ * past their 7 days (src/conversations/device-requests.ts). Each statement takes one bounded batch (work-budget.ts) and the
  * loop pauses between batches, so a large backlog of expired rows is worked off in small pieces
  * beside live traffic, never in one long statement. Several workers may prune at once: each
  * batch is a statement of its own, and a row deleted twice is simply not found.
@@ -14,6 +15,7 @@ import { workBudget } from './platform/work-budget.js';
 import { deleteExpiredEvents } from './events/event-store.js';
 import { deleteExpiredAttempts } from './events/webhook-store.js';
 import { IdempotencyService } from './messaging/idempotency.js';
+import { deleteStale } from './conversations/device-requests.js';
 
 /** How often the worker looks for expired rows when the last look found none to spare. */
 const IDLE_MS = 10 * 60_000;
@@ -44,11 +46,12 @@ export class Housekeeping {
   }
 
   /** One batch of each kind; how many rows went. Exposed for tests. */
-  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number }> {
+  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number; deviceRequests: number }> {
     const idempotencyKeys = await this.idempotency.purgeExpired();
     const events = await deleteExpiredEvents(this.database, this.config.eventRetentionDays, this.batch);
     const attempts = await deleteExpiredAttempts(this.database, this.config.attemptRetentionDays, this.batch);
-    return { events, attempts, idempotencyKeys };
+    const deviceRequests = await deleteStale(this.database, this.batch);
+    return { events, attempts, idempotencyKeys, deviceRequests };
   }
 
   private async turn(): Promise<number> {

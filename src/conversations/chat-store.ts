@@ -184,7 +184,11 @@ function chatWhere(accountId: string, filter: ChatFilter): { where: string[]; pa
   return { where, params };
 }
 
-/** A page of chats, newest activity first, after `after` (keyset) or skipping `offset`; one row beyond the page says whether there is more. */
+/**
+ * A page of chats, newest activity first, after `after` (keyset) or skipping `offset`; one row
+ * beyond the page says whether there is more. The page is read along chats_account_activity_idx
+ * first; contact names are joined to its rows only (a search joins them to filter).
+ */
 export async function listChats(db: Queryable, accountId: string, filter: ChatFilter, limit: number, offset: number, after: ChatPosition | undefined): Promise<ChatRow[]> {
   const { where, params } = chatWhere(accountId, filter);
   if (after) {
@@ -193,18 +197,16 @@ export async function listChats(db: Queryable, accountId: string, filter: ChatFi
     where.push(`(c.last_activity_at, c.device_id, c.id) < ($${n - 2}::timestamptz, $${n - 1}::text, $${n}::text)`);
   }
   params.push(limit + 1, offset);
-  return db.query<ChatRow>(
-    `SELECT ${CHAT_COLUMNS} FROM chats c ${CONTACT_JOIN} WHERE ${where.join(' AND ')}
-      ORDER BY c.last_activity_at DESC, c.device_id DESC, c.id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
-  );
+  const page = `SELECT c.* FROM chats c ${filter.search ? CONTACT_JOIN : ''} WHERE ${where.join(' AND ')}
+      ORDER BY c.last_activity_at DESC, c.device_id DESC, c.id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`;
+  return db.query<ChatRow>(`SELECT ${CHAT_COLUMNS} FROM (${page}) AS c ${CONTACT_JOIN} ORDER BY c.last_activity_at DESC, c.device_id DESC, c.id DESC`, params);
 }
 
-/** How many chats match, counting at most `cap` + 1. */
+/** How many chats match, counting at most `cap` + 1 (contacts are joined only for a search). */
 export async function countChats(db: Queryable, accountId: string, filter: ChatFilter, cap: number): Promise<number> {
   const { where, params } = chatWhere(accountId, filter);
   const [row] = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT 1 FROM chats c ${CONTACT_JOIN} WHERE ${where.join(' AND ')} LIMIT ${cap + 1}) AS capped`,
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM chats c ${filter.search ? CONTACT_JOIN : ''} WHERE ${where.join(' AND ')} LIMIT ${cap + 1}) AS capped`,
     params,
   );
   return row?.n ?? 0;

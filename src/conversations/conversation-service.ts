@@ -21,6 +21,11 @@ import { deleteRequest } from './device-requests.js';
 
 export const MAX_NUMBER_CHECKS = 50;
 const MAX_PAGE = 100;
+/**
+ * Chats a listing's total counts at most (then `totalExact: false`): counting is the costliest
+ * part of a page (10,000 rows took ~30 ms, more than the page), and an inbox shows "1,000+".
+ */
+const CHAT_COUNT_CAP = 1_000;
 /** Read receipts sent for one read, at most (the newest unread messages). */
 const MAX_READ_RECEIPTS = 500;
 /** How long POST /numbers/check waits for the worker holding the device to ask the network. */
@@ -62,11 +67,15 @@ function decodeCursor(cursor: string): { page: number; position: store.ChatPosit
 }
 
 export class ConversationService {
+  private readonly countCap: number;
+
   constructor(
     private readonly database: Database,
     private readonly bus: Bus,
-    private readonly countCap: number,
-  ) {}
+    listingCountCap: number,
+  ) {
+    this.countCap = Math.min(listingCountCap, CHAT_COUNT_CAP);
+  }
 
   /** Chats of the account's devices, newest activity first; `cursor` walks deep at the cost of one page. */
   async list(accountId: string, query: ChatListQuery): Promise<{ data: Chat[]; meta: ChatListMeta }> {

@@ -74,3 +74,18 @@ export async function saveChecks(db: Queryable, deviceId: string, checks: Number
     [deviceId, checks.map((c) => c.phoneNumber), checks.map((c) => c.onNetwork)],
   );
 }
+
+/** Requests no worker served within a day (the device stayed offline), answered look-ups left behind, and look-ups past their 7 days: one bounded batch of each. */
+export async function deleteStale(db: Queryable, batch: number): Promise<number> {
+  const [requests] = await db.query<{ n: number }>(
+    `WITH gone AS (DELETE FROM device_requests WHERE id IN (SELECT id FROM device_requests WHERE created_at < now() - interval '1 day' LIMIT $1) RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [batch],
+  );
+  const [checks] = await db.query<{ n: number }>(
+    `WITH gone AS (DELETE FROM number_checks WHERE ctid IN (SELECT ctid FROM number_checks WHERE checked_at < now() - $2 * interval '1 day' LIMIT $1) RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [batch, NUMBER_CHECK_TTL_DAYS],
+  );
+  return (requests?.n ?? 0) + (checks?.n ?? 0);
+}
