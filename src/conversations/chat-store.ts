@@ -128,13 +128,14 @@ export async function upsertGroups(db: Queryable, deviceId: string, groups: Grou
 
 /**
  * The network told the number behind a LID: a chat kept under the LID (its number was hidden)
- * becomes the number's chat, its messages with it; the number's chat and group members show the LID
- * beside the number. One transaction.
+ * becomes the number's chat, its messages with it (found along messages_chat_idx); the number's
+ * chat and group members show the LID beside the number. A member's messages in group chats keep
+ * the LID as their sender.
  */
 export async function applyIdentity(db: Queryable, deviceId: string, lid: string, phoneNumber: string): Promise<void> {
   await db.query(
     `WITH moved AS (
-       UPDATE messages SET peer = $3, peer_lid = COALESCE(peer_lid, $2) WHERE device_id = $1 AND peer = $2 RETURNING 1),
+       UPDATE messages SET peer = $3, peer_lid = COALESCE(peer_lid, $2) WHERE device_id = $1 AND COALESCE(chat_id, peer) = $2 RETURNING 1),
      old AS (DELETE FROM chats WHERE device_id = $1 AND id = $2 AND (SELECT count(*) FROM moved) >= 0 RETURNING *),
      merged AS (
        INSERT INTO chats AS chats (device_id, id, account_id, type, phone_number, lid, last_message_id, last_activity_at, unread_count, created_at)
