@@ -23,6 +23,10 @@ interface Benchmark {
 }
 
 const BENCHMARKS: Record<string, Benchmark> = {
+  chats: {
+    description: 'GET /chats and a chat history at 1,000,000 messages over 20,000 chats: p95 of page 1, a deep cursor page, the newest and a 90%-back history page',
+    load: () => import('./chats.js'),
+  },
   contacts: {
     description: 'GET /contacts at 1,000,000 contacts: search p95 latency, page-1 throughput against a bare Fastify route',
     load: () => import('./contacts.js'),

@@ -49,6 +49,10 @@ async function main(): Promise<void> {
         await p.getByLabel('Message', { exact: true }).fill('Good news: your order #1042 is ready for pickup at our Kemang store, open until 9 pm.');
         await p.getByLabel('Phone numbers').fill('+62 812 3456 7890\n+62 813 9876 5432');
       }],
+      ['inbox', '/dashboard/inbox', async (p) => {
+        await p.locator('button[data-chat="6281234567890"]').click();
+        await p.getByRole('log', { name: 'Messages' }).getByText('Is the blue one still in stock?').waitFor();
+      }],
       ['messages', '/dashboard/messages', async (p) => void (await p.locator('tbody tr').first().waitFor())],
       ['bulk-jobs', '/dashboard/bulk-jobs', async (p) => void (await p.locator('progress').first().waitFor())],
       ['contacts', '/dashboard/contacts', async (p) => void (await p.locator('tbody tr').first().waitFor())],
@@ -190,6 +194,23 @@ async function sendSamples(base: string, token: string, groupId: string): Promis
   await api('POST', '/messages/send', { type: 'TEXT', content: 'Your order #1042 is ready for pickup.', recipients: ['+62 812 3456 7890', '+62 813 9876 5432'] });
   await api('POST', '/messages/send', { type: 'TEXT', content: 'Flash sale this weekend: 20% off everything!', groupIds: [groupId] });
   await api('POST', '/messages/send', { type: 'TEXT', content: 'Test to a number not on the network', recipients: ['+62 812 0000 0000'] });
+  // Conversations for the Inbox: a customer writing back (a question, a place, a reply to a poll), another customer, a WhatsApp group.
+  const devices = await api<{ data: Array<{ id: string; status: string }> }>('GET', '/devices');
+  const deviceId = devices.data.find((d) => d.status === 'CONNECTED')!.id;
+  const incoming = (from: string, content: string, extra: Record<string, unknown> = {}) => api('POST', '/sandbox/incoming', { deviceId, from, content, ...extra });
+  await incoming('6281234567890', 'Thanks! Is the blue one still in stock?');
+  const poll = await api<{ message: { id: string } }>('POST', '/messages/send', {
+    type: 'POLL', content: 'Which pickup time suits you?', poll: { options: ['Morning', 'Afternoon', 'Evening'] }, recipients: ['6281234567890'],
+  });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await incoming('6281234567890', '', { vote: { messageId: poll.message.id, options: ['Afternoon'] } });
+  await incoming('6281234567890', 'Afternoon works best', { replyTo: poll.message.id });
+  await incoming('6281234567890', '', { type: 'REACTION', reaction: { messageId: poll.message.id, emoji: '👍' } });
+  await incoming('6281234567890', '', { type: 'LOCATION', location: { latitude: -6.2607, longitude: 106.8137, name: 'Kemang store', address: 'Jl. Kemang Raya 8' } });
+  await incoming('6281398765432', 'Can I change my delivery address?');
+  const group = await api<{ data: { id: string } }>('POST', '/sandbox/groups', { deviceId, name: 'Store staff', members: ['6281230004100', '6281230374153'] });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await incoming('6281230004100', 'I will open the store tomorrow', { group: group.data.id });
   // Let receipts arrive, so statuses show DELIVERED and READ.
   await new Promise((resolve) => setTimeout(resolve, 2000));
 }

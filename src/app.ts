@@ -5,6 +5,7 @@
  * listening (app.inject).
  */
 import { randomBytes } from 'node:crypto';
+import { ConversationService } from './conversations/conversation-service.js';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
@@ -56,6 +57,7 @@ export interface Services {
   idempotency: IdempotencyService;
   events: EventService;
   webhooks: WebhookService;
+  conversations: ConversationService;
   /** The sandbox network's world, when NETWORK=sandbox (its test helpers need it). */
   sandbox: SandboxWorld | undefined;
   close(): Promise<void>;
@@ -85,6 +87,7 @@ export function createServices(database: Database, config: Config, options: Serv
     idempotency: new IdempotencyService(database),
     events: new EventService(database),
     webhooks: new WebhookService(database, http, lister, bus),
+    conversations: new ConversationService(database, bus, config.listingCountCap),
     sandbox: config.network === 'sandbox' ? createSandboxWorld(config, database, bus) : undefined,
     async close() {
       acks.close();

@@ -34,6 +34,8 @@ export interface Config {
   /** Days the files of incoming media are kept in the media store; then pruned, and the message says so (MEDIA_RETENTION_DAYS). */
   mediaRetentionDays: number;
   sandboxReceiptMs: number;
+  /** The least time between two number look-ups (POST /numbers/check) on the network, per device (NUMBER_CHECK_INTERVAL_MS). */
+  numberCheckIntervalMs: number;
   /** How long a sandbox QR code stays valid; a new one is shown before it expires. */
   sandboxQrMs: number;
   /** Attempts per message for transient network errors before it ends FAILED. */
@@ -256,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     messageBodyRetentionDays: int('MESSAGE_BODY_RETENTION_DAYS', 0, 0, 36_500),
     mediaRetentionDays: int('MEDIA_RETENTION_DAYS', 30, 1, 3_650),
     sandboxReceiptMs: int('SANDBOX_RECEIPT_MS', 1_000, 0, 3_600_000),
+    numberCheckIntervalMs: int('NUMBER_CHECK_INTERVAL_MS', network === 'whatsapp' ? 3_000 : 0, 0, 600_000),
     sandboxQrMs: int('SANDBOX_QR_MS', 60_000, 1_000, 3_600_000),
     sendMaxAttempts: int('SEND_MAX_ATTEMPTS', 5, 1, 100),
     webhookRetryScheduleMs,

@@ -1,10 +1,11 @@
 /**
  * What the worker role prunes, and when: expired idempotency keys, events past
  * EVENT_RETENTION_DAYS (with their deliveries), delivery attempts past
- * WEBHOOK_ATTEMPT_RETENTION_DAYS, media files past MEDIA_RETENTION_DAYS (media-store.ts) and the
- * bodies of settled messages past MESSAGE_BODY_RETENTION_DAYS (when set). Each statement takes
- * one bounded batch (work-budget.ts) and the loop pauses between batches, so a large backlog of
- * expired rows is worked off in small pieces
+ * WEBHOOK_ATTEMPT_RETENTION_DAYS, media files past MEDIA_RETENTION_DAYS (media-store.ts), the
+ * bodies of settled messages past MESSAGE_BODY_RETENTION_DAYS (when set), requests to devices
+ * left unserved for a day and number look-ups past their 7 days
+ * (src/conversations/device-requests.ts). Each statement takes one bounded batch (work-budget.ts)
+ * and the loop pauses between batches, so a large backlog of expired rows is worked off in small pieces
  * beside live traffic, never in one long statement. Several workers may prune at once: each
  * batch is a statement of its own, and a row deleted twice is simply not found.
  */
@@ -18,6 +19,7 @@ import { deleteExpiredAttempts } from './events/webhook-store.js';
 import { IdempotencyService } from './messaging/idempotency.js';
 import { pruneMessageBodies } from './messaging/message-store.js';
 import { pruneExpiredMedia } from './media/media-store.js';
+import { deleteStale } from './conversations/device-requests.js';
 
 /** How often the worker looks for expired rows when the last look found none to spare. */
 const IDLE_MS = 10 * 60_000;
@@ -50,16 +52,17 @@ export class Housekeeping {
   }
 
   /** One batch of each kind; how many rows went. Exposed for tests. */
-  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number; media: number; messageBodies: number; full: boolean }> {
+  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number; media: number; messageBodies: number; deviceRequests: number; full: boolean }> {
     const idempotencyKeys = await this.idempotency.purgeExpired();
     const events = await deleteExpiredEvents(this.database, this.config.eventRetentionDays, this.batch);
     const attempts = await deleteExpiredAttempts(this.database, this.config.attemptRetentionDays, this.batch);
     const media = await pruneExpiredMedia(this.database, this.config.mediaRetentionDays, this.batch, this.mediaBytes);
     const days = this.config.messageBodyRetentionDays;
     const bodies = days > 0 ? await pruneMessageBodies(this.database, new Date(Date.now() - days * DAY_MS), this.batch) : { scanned: 0, pruned: 0 };
+    const deviceRequests = await deleteStale(this.database, this.batch);
     // A media batch may end early on its byte budget: any file pruned means there may be more.
-    const full = events >= this.batch || attempts >= this.batch || media > 0 || bodies.scanned >= this.batch;
-    return { events, attempts, idempotencyKeys, media, messageBodies: bodies.pruned, full };
+    const full = events >= this.batch || attempts >= this.batch || media > 0 || bodies.scanned >= this.batch || deviceRequests >= this.batch;
+    return { events, attempts, idempotencyKeys, media, messageBodies: bodies.pruned, deviceRequests, full };
   }
 
   private async turn(): Promise<number> {

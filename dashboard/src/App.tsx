@@ -10,6 +10,7 @@ import { BulkJobsPage } from './pages/BulkJobsPage';
 import { ContactsPage } from './pages/ContactsPage';
 import { DevicesPage } from './pages/DevicesPage';
 import { GroupsPage } from './pages/GroupsPage';
+import { InboxPage } from './pages/InboxPage';
 import { MessagesPage } from './pages/MessagesPage';
 import { PlanPage } from './pages/PlanPage';
 import { SendPage } from './pages/SendPage';
@@ -18,6 +19,7 @@ import { WebhooksPage } from './pages/WebhooksPage';
 
 const NAV = [
   { to: '/devices', label: 'Devices' },
+  { to: '/inbox', label: 'Inbox' },
   { to: '/send', label: 'Send' },
   { to: '/messages', label: 'Messages' },
   { to: '/bulk-jobs', label: 'Bulk jobs' },
@@ -41,6 +43,7 @@ export function App() {
       <Route element={signedIn ? <Shell session={state!} /> : <ToLogin />}>
         <Route index element={<Navigate to="/devices" replace />} />
         <Route path="devices" element={<DevicesPage />} />
+        <Route path="inbox" element={<InboxPage />} />
         <Route path="send" element={<SendPage />} />
         <Route path="messages" element={<MessagesPage />} />
         <Route path="bulk-jobs" element={<BulkJobsPage />} />

@@ -26,7 +26,10 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     let opened = false;
     source.addEventListener('ready', () => {
       setState((previous) => ({ ...previous, connected: true }));
-      if (opened) void client.invalidateQueries({ queryKey: ['devices'] });
+      if (opened) {
+        void client.invalidateQueries({ queryKey: ['devices'] });
+        void client.invalidateQueries({ queryKey: ['chats'] });
+      }
       opened = true;
     });
     source.addEventListener('device', (event: MessageEvent<string>) => {
@@ -39,6 +42,10 @@ export function LiveProvider({ children }: { children: ReactNode }) {
       void client.invalidateQueries({ queryKey: ['devices', 'list'] });
       if (kind === 'qr') void client.invalidateQueries({ queryKey: ['devices', 'qr', device.id] });
       if (kind === 'status') setState((previous) => ({ ...previous, announcement: `${device.name} is now ${device.status.replace('_', ' ').toLowerCase()}` }));
+    });
+    // A chat changed (a message arrived or went out, a chat was read): the Inbox's queries refetch.
+    source.addEventListener('chat', () => {
+      void client.invalidateQueries({ queryKey: ['chats'] });
     });
     source.onerror = () => setState((previous) => ({ ...previous, connected: false }));
     return () => source.close();

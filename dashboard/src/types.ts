@@ -83,6 +83,9 @@ export type {
   MessageStatus,
 } from '../../src/messaging/message-record';
 
+/** Chats as the API writes them (src/conversations/chat-record.ts, type-only). */
+export type { ChatJson as Chat, ChatDetailJson as ChatDetail } from '../../src/conversations/chat-record';
+
 export interface SendResult {
   success: true;
   // Direct send

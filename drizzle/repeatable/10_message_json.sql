@@ -19,5 +19,6 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
                                     'count', (SELECT count(*) FROM jsonb_each(m.payload->'poll'->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
                            FROM jsonb_array_elements_text(m.payload->'poll'->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb)) END,
     'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions),
-    'editedAt', waygate_ts(m.edited_at), 'deletedAt', waygate_ts(m.deleted_at))
+    'editedAt', waygate_ts(m.edited_at), 'deletedAt', waygate_ts(m.deleted_at),
+    'chatId', COALESCE(m.chat_id, m.peer))
 $$;

@@ -17,6 +17,7 @@ import type { IncomingMediaReceiver, ReceivedMedia } from '../media/incoming-med
 import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
 import { advance } from './device-states.js';
 import type { DeviceStore } from './device-store.js';
+import type { ConversationWorker } from '../conversations/conversation-worker.js';
 
 export interface DeviceRunnerOptions {
   device: DeviceInfo;
@@ -39,6 +40,8 @@ export interface DeviceRunnerOptions {
   leaseValid(): boolean;
   /** Whether a job was cancelled: its claimed messages are cancelled instead of handed over. */
   jobCancelled(jobId: string): boolean;
+  /** The network's groups and LIDs into chats; the API's requests of the session (src/conversations). */
+  conversations: ConversationWorker;
 }
 
 const MAX_IDLE_WAIT_MS = 1_000;
@@ -174,6 +177,9 @@ export class DeviceRunner {
       case 'deleted':
         await queue.applyRemoteChange(this.deviceId, 'delete', event);
         return;
+      case 'groups':
+      case 'identity':
+        return this.options.conversations.onNetworkEvent(this.deviceId, event);
     }
   }
 
@@ -204,6 +210,12 @@ export class DeviceRunner {
     }
     this.status = advance('connected', this.status);
     this.wake();
+    void this.serveRequests();
+  }
+
+  /** Serves what the API asked of this device's session (number look-ups, read receipts, presence) while connected. */
+  serveRequests(): Promise<void> {
+    return this.options.conversations.serve(this.deviceId, () => (this.stopped || this.status !== 'CONNECTED' ? undefined : this.session));
   }
 
   /** Unlinked from the phone: what waits for the device fails, and the device leaves this worker. */
@@ -341,7 +353,7 @@ export class DeviceRunner {
     const cancelled: string[] = [];
     const handed = await Promise.all(messages.map((message) => this.sendOne(session, message, media, cancelled)));
     await queue.cancelClaimed(cancelled);
-    const summary = await queue.finalize(handed.filter((outcome): outcome is Outcome => outcome !== undefined));
+    const summary = await queue.finalize(this.deviceId, handed.filter((outcome): outcome is Outcome => outcome !== undefined));
     // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
     for (let i = 0; i < summary.directIds.length; i += 200) {
       const ids = summary.directIds.slice(i, i + 200).join(',');

@@ -19,6 +19,8 @@ import { isActive } from './device-states.js';
 import { DeviceStore } from './device-store.js';
 import { MessageQueue } from '../messaging/message-queue.js';
 import { IncomingMediaReceiver } from '../media/incoming-media.js';
+import { ChatActivity } from '../conversations/chat-activity.js';
+import { ConversationWorker } from '../conversations/conversation-worker.js';
 import type { ClaimedMessage } from '../messaging/message-store.js';
 import { wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
 
@@ -35,6 +37,9 @@ export class DeviceSupervisor implements DirectSendHost {
   private readonly runners = new Map<string, DeviceRunner>();
   private readonly queue: MessageQueue;
   private readonly media: IncomingMediaReceiver;
+  /** Chats follow the traffic, the network's groups and the API's requests (src/conversations). */
+  private readonly chats: ChatActivity;
+  private readonly conversations: ConversationWorker;
   private readonly batchSize: number;
   private readonly devices: DeviceStore;
   /** The lease rounds; wake() runs one now (or right after the one in progress). */
@@ -55,7 +60,9 @@ export class DeviceSupervisor implements DirectSendHost {
     workerId: string = newWorkerId(),
   ) {
     this.workerId = workerId;
-    this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'));
+    this.chats = new ChatActivity(database, bus, log);
+    this.conversations = new ConversationWorker(database, bus, this.chats, log, config.numberCheckIntervalMs);
+    this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'), undefined, this.chats);
     this.media = new IncomingMediaReceiver(database, log);
     this.batchSize = workBudget(database).dispatchBatch;
     this.devices = new DeviceStore(database);
@@ -92,6 +99,7 @@ export class DeviceSupervisor implements DirectSendHost {
         const [kind, id] = payload.includes(':') ? payload.split(':') : ['new', payload];
         if (kind === 'reconnect' && id && this.runners.has(id)) void this.runners.get(id)!.reconnectNow();
         if (kind === 'restart' && id && this.runners.has(id)) void this.restartRunner(id);
+        if (kind === 'request' && id) void this.runners.get(id)?.serveRequests();
         if (kind === 'new' || kind === 'logout' || kind === 'reconnect') this.tick();
       }),
       this.bus.subscribe('waygate_dispatch', (payload) => {
@@ -228,6 +236,7 @@ export class DeviceSupervisor implements DirectSendHost {
       batchSize: this.batchSize,
       leaseValid: () => Date.now() < this.leaseValidUntil,
       jobCancelled: (jobId) => this.jobCancelled(jobId),
+      conversations: this.conversations,
       onLoggedOut: (id) => {
         void this.stopRunner(id, false);
       },
@@ -247,6 +256,7 @@ export class DeviceSupervisor implements DirectSendHost {
     await this.rounds.stop();
     const ids = this.ownedDevices;
     await Promise.all(ids.map((id) => this.stopRunner(id, false)));
+    await this.chats.drain();
     if (ids.length > 0) await this.devices.releaseAllLeases(this.workerId);
     await this.devices.leaveWorkers(this.workerId);
   }

@@ -71,6 +71,8 @@ export interface MessageRow {
   mentions: string[] | null;
   edited_at?: Date | null;
   deleted_at?: Date | null;
+  /** Set for a group member's message: the group (<digits>@g.us); otherwise the chat is the peer. */
+  chat_id?: string | null;
 }
 
 /** The one place that maps a message's columns to its fields (waygate_message_json does the same in SQL, kept equal by test/record-contract.test.ts). */
@@ -106,6 +108,7 @@ export const toMessage = (r: MessageRow): Message => ({
   mentions: r.mentions,
   editedAt: r.edited_at ?? null,
   deletedAt: r.deleted_at ?? null,
+  chatId: r.chat_id ?? r.peer,
 });
 
 export interface BulkJobRow {

@@ -11,6 +11,7 @@ import { workBudget } from '../platform/work-budget.js';
 import type { MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
+import type { ChatActivity } from '../conversations/chat-activity.js';
 import { applyReceipts, failWaiting, writeOutcomes, type Failure, type Retry } from './outcomes.js';
 import * as actions from './action-store.js';
 import type { ClaimedAction, RemoteChange } from './action-store.js';
@@ -66,6 +67,8 @@ export class MessageQueue {
     private readonly onEvents: () => void = () => undefined,
     /** Receipts per statement (see WorkBudget). */
     private readonly receiptBatch = workBudget(database).receiptBatch,
+    /** Chats follow the traffic (src/conversations): told what was handed over, and of incoming messages. */
+    private readonly chats?: ChatActivity,
   ) {}
 
   /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
@@ -99,7 +102,7 @@ export class MessageQueue {
    * messages go back to the queue and are handed over again with the same network id (the
    * network de-duplicates).
    */
-  async finalize(outcomes: Outcome[]): Promise<FinalizeSummary> {
+  async finalize(deviceId: string, outcomes: Outcome[]): Promise<FinalizeSummary> {
     const { sent, failed, retry } = sortOutcomes(outcomes, this.maxAttempts);
     let directRows: MessageRow[] = [];
     for (let attempt = 1; ; attempt++) {
@@ -117,6 +120,9 @@ export class MessageQueue {
     if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
     if (retry.length > 0) messageTransitions.inc({ status: 'RETRY' }, retry.length);
     const ended = new Set([...sent, ...failed.map((f) => f.id)]);
+    this.chats?.outgoing(
+      outcomes.filter((o) => ended.has(o.message.id)).map(({ message: m }) => ({ accountId: m.accountId, deviceId, chatId: m.to, messageId: m.id })),
+    );
     return {
       sent: sent.length,
       failed: failed.length,
@@ -186,7 +192,10 @@ export class MessageQueue {
   /** Stores an incoming message with its message.received event; a redelivery is ignored. */
   async storeIncoming(deviceId: string, incoming: IncomingMessage, id: string): Promise<boolean> {
     const stored = await messages.storeIncoming(this.database, deviceId, incoming, id);
-    if (stored) this.onEvents();
+    if (stored) {
+      this.onEvents();
+      this.chats?.changed(deviceId);
+    }
     return stored;
   }
 }

@@ -113,6 +113,7 @@ export const MessageSchema = Type.Object({
   deletedAt: Type.Union([DateTime, Type.Null()], {
     description: 'When the message was deleted for everyone (DELETE /messages/:id, or by its sender); `content` is kept',
   }),
+  chatId: Type.String({ description: 'The chat it belongs to (GET /chats/:chatId): the other party, or the group (<digits>@g.us)' }),
 });
 
 /** A bulk job with its live counters. The API writes the fields in this order. */

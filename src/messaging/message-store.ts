@@ -18,6 +18,7 @@ import { CANCELLABLE_STATUSES, UNSETTLED_STATUSES, sqlList } from './message-sta
 import { START_JOBS_SQL } from './job-store.js';
 import { messageTransitions } from '../platform/metrics.js';
 import { REFUND_SQL } from './quota-store.js';
+import { CHAT_OF_INCOMING_SQL } from '../conversations/chat-store.js';
 
 /** A message claimed for sending, as the device runner hands it to the network. */
 export interface ClaimedMessage {
@@ -271,6 +272,8 @@ export interface IncomingMessage {
   /** The network id of the message it quotes. */
   replyTo?: string | undefined;
   mentions?: string[] | undefined;
+  /** A group chat's message: the group (`<digits>@g.us`). */
+  chat?: string | undefined;
   at: Date;
 }
 
@@ -287,14 +290,15 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
   const rows = await db.query(
     `WITH ins AS (
        INSERT INTO messages (id, account_id, device_id, direction, peer, peer_lid, type, content, media_url, media, status, network_message_id, received_at, created_at,
-                             payload, reply_to, mentions)
+                             payload, reply_to, mentions, chat_id)
        SELECT $1, d.account_id, d.id, 'in', $3, $10, $4, $5, $6, $9::jsonb, 'RECEIVED', $7, $8, now(),
               CASE WHEN $12::text IS NULL THEN $11::jsonb ELSE jsonb_set($11::jsonb, '{reaction,messageId}', COALESCE(to_jsonb(${known('$12')}), 'null'::jsonb)) END,
-              ${known('$13')}, $14::text[]
+              ${known('$13')}, $14::text[], $15
          FROM devices d WHERE d.id = $2
        ON CONFLICT (device_id, network_message_id) DO NOTHING
-       RETURNING id, account_id, waygate_message_json(messages) AS event_data),${incoming.media?.status === 'STORED' ? `
+       RETURNING id, account_id, device_id, peer, peer_lid, chat_id, type, created_at, waygate_message_json(messages) AS event_data),${incoming.media?.status === 'STORED' ? `
      published AS (${PUBLISH_MEDIA_SQL('ins')}),` : ''}
+     chat AS (${CHAT_OF_INCOMING_SQL('ins')}),
      src AS (
        SELECT account_id, 'message.received' AS type, event_data AS data FROM ins
        UNION ALL
@@ -309,7 +313,7 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
       id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at,
       incoming.media ? JSON.stringify(incoming.media) : null, incoming.fromLid ?? null,
       Object.keys(payload).length > 0 ? JSON.stringify(payload) : null, incoming.reaction?.networkMessageId ?? null, incoming.replyTo ?? null,
-      incoming.mentions && incoming.mentions.length > 0 ? incoming.mentions : null,
+      incoming.mentions && incoming.mentions.length > 0 ? incoming.mentions : null, incoming.chat ?? null,
     ],
   );
   return rows.length > 0;

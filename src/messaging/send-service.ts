@@ -15,6 +15,7 @@ import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
 import { MESSAGE_TYPES, networkMessageIdFor, toBulkJob, toMessage, type Message, type MessageRow } from './message-model.js';
 import { appendEvents } from '../events/event-store.js';
 import { normalizePhone } from '../platform/phone.js';
+import { isGroupChatId } from '../conversations/chat-ids.js';
 import { chooseDevice, noDeviceError } from '../devices/device-choice.js';
 import { DirectAccepts, type Acceptance } from './accept.js';
 import type { Dispatcher } from './dispatch.js';
@@ -41,6 +42,8 @@ export interface SendInput extends KindInput {
   recipients?: string[] | undefined;
   to?: string | string[] | undefined;
   groupIds?: string[] | undefined;
+  /** WhatsApp group chats (`<digits>@g.us`): each one recipient. */
+  chatIds?: string[] | undefined;
   caption?: string | undefined;
   scheduledAt?: string | undefined;
   deviceId?: string | undefined;
@@ -114,6 +117,10 @@ function checkRecipients(input: SendInput, errors: FieldError[]): string[] {
   input.recipients?.forEach((raw, index) => add(raw, `recipients[${index}]`, true));
   if (typeof input.to === 'string') add(input.to, 'to', false);
   else input.to?.forEach((raw, index) => add(raw, `to[${index}]`, true));
+  input.chatIds?.forEach((raw, index) => {
+    if (isGroupChatId(raw.trim())) recipients.add(raw.trim());
+    else errors.push({ field: `chatIds[${index}]`, message: 'must be a group chat id, <digits>@g.us (GET /chats?type=group)' });
+  });
   return [...recipients];
 }
 
@@ -141,8 +148,9 @@ export function validateSend(input: SendInput, now: Date = new Date()): ValidSen
   const kind = known ? checkKind(input, type, errors) : { payload: null, replyTo: null, mentions: null };
   const recipients = checkRecipients(input, errors);
   const groupIds = [...new Set(input.groupIds ?? [])];
-  const given = (input.recipients?.length ?? 0) + (input.to === undefined ? 0 : typeof input.to === 'string' ? 1 : input.to.length) + groupIds.length;
-  if (given === 0) errors.push({ field: 'recipients', message: 'give at least one of recipients (or to) and groupIds' });
+  const given =
+    (input.recipients?.length ?? 0) + (input.to === undefined ? 0 : typeof input.to === 'string' ? 1 : input.to.length) + groupIds.length + (input.chatIds?.length ?? 0);
+  if (given === 0) errors.push({ field: 'recipients', message: 'give at least one of recipients (or to), chatIds and groupIds' });
   if (isBulk(groupIds, recipients)) {
     if (type === 'REACTION') errors.push({ field: 'type', message: 'a REACTION is always a direct send: 1–10 recipients and no groupIds' });
     if (kind.replyTo !== null) errors.push({ field: 'replyTo', message: "quotes a message of one chat: give that chat as the only recipient" });

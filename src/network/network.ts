@@ -115,6 +115,38 @@ export class MediaDownloadError extends Error {
   }
 }
 
+/** A WhatsApp group the device's number belongs to. */
+export interface GroupInfo {
+  /** `<digits>@g.us` */
+  id: string;
+  name: string;
+  participants: GroupParticipant[];
+  /** When the group was created, if the network says. */
+  createdAt?: Date | undefined;
+}
+
+export interface GroupParticipant {
+  /** E.164 digits, or `<digits>@lid` while the network hides the number. */
+  phoneNumber: string;
+  lid?: string | undefined;
+  admin: boolean;
+}
+
+/** What a number look-up found. */
+export interface NumberCheck {
+  phoneNumber: string;
+  onNetwork: boolean;
+}
+
+/** An incoming message the device has read (a read receipt names it). */
+export interface ReadMessage {
+  networkMessageId: string;
+  /** Its sender (the number, or `<digits>@lid`); in a group, the member who sent it. */
+  from: string;
+}
+
+export type PresenceState = 'typing' | 'recording' | 'paused';
+
 export type NetworkEvent =
   | { type: 'qr'; code: string; expiresAt: Date }
   | { type: 'connected'; phoneNumber: string }
@@ -141,6 +173,8 @@ export type NetworkEvent =
       /** The network id of the message this one quotes. */
       replyTo?: string | undefined;
       mentions?: string[] | undefined;
+      /** A group chat's message: the group (`<digits>@g.us`); `from` is the member who sent it. */
+      chat?: string | undefined;
       at: Date;
     }
   /**
@@ -150,6 +184,10 @@ export type NetworkEvent =
   | { type: 'edited'; networkMessageId: string; chat: string; fromMe: boolean; content: string; at: Date }
   /** The sender deleted a message for everyone (as `edited`). */
   | { type: 'deleted'; networkMessageId: string; chat: string; fromMe: boolean; at: Date }
+  /** The device's groups: all of them when it connects, or those that changed since. */
+  | { type: 'groups'; groups: GroupInfo[] }
+  /** The network told the number behind a LID (`<digits>@lid`). */
+  | { type: 'identity'; lid: string; phoneNumber: string }
   /** A vote on a poll the device sent: the voter's current choice (no options: the vote was taken back). */
   | { type: 'poll-vote'; pollNetworkMessageId: string; voter: string; options: string[]; at: Date }
   | { type: 'warning'; code: string; message: string }
@@ -184,6 +222,12 @@ export interface NetworkSession {
    * code the user types on the phone that has `phoneNumber` (E.164 digits).
    */
   requestPairingCode?(phoneNumber: string): Promise<{ code: string; expiresAt: Date }>;
+  /** Asks the network which of these numbers (E.164 digits, at most 50) have an account on it. */
+  checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]>;
+  /** Sends read receipts for incoming messages of a chat (a number, `<digits>@lid` or a group id). */
+  markChatRead(chat: string, messages: ReadMessage[]): Promise<void>;
+  /** Shows the device typing, recording or neither in a chat. */
+  sendPresence(chat: string, state: PresenceState): Promise<void>;
   /** Limits on bulk traffic the dispatcher must respect for this device (a warm-up cap), if any. */
   readonly bulkPolicy?: BulkPolicy | undefined;
 }

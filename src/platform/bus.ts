@@ -20,6 +20,8 @@ export interface BusChannels {
   waygate_sandbox: never;
   waygate_webhooks: never;
   waygate_tokens: never;
+  /** A device id: one of its chats changed (a message, a read, its groups). */
+  waygate_chats: never;
 }
 export type BusChannel = keyof BusChannels;
 /** `detail` is set only for local deliveries. */

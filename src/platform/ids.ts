@@ -6,7 +6,7 @@ import { monotonicFactory } from 'ulid';
 
 const ulid = monotonicFactory();
 
-export type IdPrefix = 'acc' | 'usr' | 'tok' | 'dev' | 'ct' | 'grp' | 'msg' | 'job' | 'wh' | 'evt' | 'whd';
+export type IdPrefix = 'acc' | 'usr' | 'tok' | 'dev' | 'ct' | 'grp' | 'msg' | 'job' | 'wh' | 'evt' | 'whd' | 'req';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -279,6 +279,8 @@ export const messages = pgTable(
     editedAt: ts('edited_at'),
     /** When the message was deleted for everyone (content is kept; see docs/api.md). */
     deletedAt: ts('deleted_at'),
+    /** A group chat's id (<digits>@g.us) for a group member's message; NULL: the chat is the peer (migration 0039 indexes COALESCE(chat_id, peer)). */
+    chatId: text('chat_id'),
   },
   (t) => [
     index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),
@@ -531,6 +533,79 @@ export const mediaChunks = pgTable(
   (t) => [primaryKey({ name: 'media_chunks_pk', columns: [t.messageId, t.n] })],
 );
 
+/** One conversation of a device (src/conversations/chat-store.ts owns every statement on it). */
+export const chats = pgTable(
+  'chats',
+  {
+    deviceId: text('device_id')
+      .notNull()
+      .references(() => devices.id, { onDelete: 'cascade' }),
+    /** Direct: the person's number (digits), or <digits>@lid while it is unknown; group: <digits>@g.us. */
+    id: text('id').notNull(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    type: text('type', { enum: ['direct', 'group'] }).notNull(),
+    name: text('name'),
+    phoneNumber: text('phone_number'),
+    lid: text('lid'),
+    lastMessageId: text('last_message_id'),
+    lastActivityAt: ts('last_activity_at').notNull().defaultNow(),
+    unreadCount: integer('unread_count').notNull().default(0),
+    /** Group: [{phoneNumber, admin}] (the device's own number included). */
+    participants: jsonb('participants'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.deviceId, t.id] }),
+    index('chats_account_activity_idx').on(t.accountId, t.lastActivityAt.desc(), t.deviceId.desc(), t.id.desc()),
+    index('chats_device_activity_idx').on(t.deviceId, t.lastActivityAt.desc(), t.id.desc()),
+  ],
+);
+
+/** POST /numbers/check answers per device, kept 7 days. */
+export const numberChecks = pgTable(
+  'number_checks',
+  {
+    deviceId: text('device_id')
+      .notNull()
+      .references(() => devices.id, { onDelete: 'cascade' }),
+    phoneNumber: text('phone_number').notNull(),
+    onNetwork: boolean('on_network').notNull(),
+    chatId: text('chat_id'),
+    checkedAt: ts('checked_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.deviceId, t.phoneNumber] })],
+);
+
+/** What the API asks of the worker holding a device's session; answered (or done) by that worker. */
+export const deviceRequests = pgTable('device_requests', {
+  id: text('id').primaryKey(),
+  deviceId: text('device_id')
+    .notNull()
+    .references(() => devices.id, { onDelete: 'cascade' }),
+  kind: text('kind').notNull(),
+  payload: jsonb('payload').notNull(),
+  answer: jsonb('answer'),
+  error: text('error'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  answeredAt: ts('answered_at'),
+});
+
+/** The sandbox network's WhatsApp groups (POST /sandbox/groups). */
+export const sandboxGroups = pgTable(
+  'sandbox_groups',
+  {
+    id: text('id').primaryKey(),
+    deviceId: text('device_id').notNull(),
+    accountId: text('account_id').notNull(),
+    name: text('name').notNull(),
+    members: text('members').array().notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('sandbox_groups_device_idx').on(t.deviceId)],
+);
+
 export const schema = {
   plans,
   accounts,
@@ -556,5 +631,9 @@ export const schema = {
   messageActions,
   media,
   mediaChunks,
+  chats,
+  numberChecks,
+  deviceRequests,
+  sandboxGroups,
 };
 export type Schema = typeof schema;

@@ -17,8 +17,10 @@ import type {
   WABinaryNode,
   WAEventMap,
   WAEventName,
+  WAGroupMetadata,
   WAMessage,
   WAMessageKey,
+  WAPresence,
   WAOutgoingContent,
   WASendOptions,
   WASocketLike,
@@ -67,6 +69,14 @@ export class FakeSocket implements WASocketLike {
   readonly getMessage: SocketOptions['getMessage'];
   /** The proxy agent the session connects through (undefined: direct). */
   readonly agent: SocketOptions['agent'];
+  /** The session's group cache, as Baileys reads it before sending into a group. */
+  readonly cachedGroupMetadata: SocketOptions['cachedGroupMetadata'];
+  /** The number's groups on the network (groupFetchAllParticipating, groupMetadata). */
+  readonly groups = new Map<string, WAGroupMetadata>();
+  groupFetchCalls = 0;
+  groupMetadataCalls = 0;
+  /** sendPresenceUpdate and presenceSubscribe calls, in order. */
+  readonly presences: { type: WAPresence | 'subscribe'; jid: string | undefined }[] = [];
 
   constructor(
     readonly index: number,
@@ -78,6 +88,7 @@ export class FakeSocket implements WASocketLike {
     this.version = options.version;
     this.getMessage = options.getMessage;
     this.agent = options.agent;
+    this.cachedGroupMetadata = options.cachedGroupMetadata;
   }
 
   emit<E extends WAEventName>(event: E, arg: WAEventMap[E]): void {
@@ -172,6 +183,30 @@ export class FakeSocket implements WASocketLike {
     fields.directPath = answer;
     fields.url = `https://${host}${answer}`;
     return message;
+  }
+
+  async groupFetchAllParticipating(): Promise<Record<string, WAGroupMetadata>> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.groupFetchCalls++;
+    return Object.fromEntries(this.groups);
+  }
+
+  async groupMetadata(jid: string): Promise<WAGroupMetadata> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.groupMetadataCalls++;
+    const metadata = this.groups.get(jid);
+    if (!metadata) throw boom(404, 'item-not-found');
+    return metadata;
+  }
+
+  async sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.presences.push({ type, jid: toJid });
+  }
+
+  async presenceSubscribe(toJid: string): Promise<void> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    this.presences.push({ type: 'subscribe', jid: toJid });
   }
 
   async logout(): Promise<void> {

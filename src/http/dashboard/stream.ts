@@ -2,7 +2,8 @@
  * Server-sent events for the dashboard: every change of one of the session account's devices
  * (status, a new QR code, log-out, reconnect), as the device record, the moment the bus hears of
  * it (waygate_devices, LISTEN/NOTIFY, so a change made by a worker process elsewhere arrives
- * too). The stream carries news only; the page reads state through the JSON routes.
+ * too), and which device's chats changed (waygate_chats). The stream carries news only; the page
+ * reads state through the JSON routes.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../app.js';
@@ -55,6 +56,13 @@ export function deviceStream(request: FastifyRequest, reply: FastifyReply, servi
       () => undefined,
     );
   });
+  // A chat of one of the account's devices changed (src/conversations): the Inbox refetches.
+  const unsubscribeChats = services.bus.subscribe('waygate_chats', (deviceId) => {
+    services.devices.get(accountId, deviceId).then(
+      () => send('chat', { deviceId }),
+      () => undefined,
+    );
+  });
   const heartbeat = setInterval(() => {
     if (!ended) response.write(': keep-alive\n\n');
   }, HEARTBEAT_MS);
@@ -65,6 +73,7 @@ export function deviceStream(request: FastifyRequest, reply: FastifyReply, servi
     ended = true;
     clearInterval(heartbeat);
     unsubscribe();
+    unsubscribeChats();
     forget();
     response.end();
   };

@@ -33,7 +33,10 @@ const SendBody = Type.Object(
     ...KindBodyFields,
     recipients: Type.Optional(Type.Array(Phone, { maxItems: 100_000, description: 'Phone numbers in E.164, as digits' })),
     to: Type.Optional(Type.Union([Phone, Type.Array(Phone, { maxItems: 100_000 })], { description: 'Alias of recipients (the /v1 overview form)' })),
-    groupIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000 })),
+    groupIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'Contact groups: one message to each member' })),
+    chatIds: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'WhatsApp group chats (<digits>@g.us, see GET /chats): each is one recipient' }),
+    ),
     caption: Type.Optional(Type.String({ maxLength: 1024 })),
     scheduledAt: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 date-time with a timezone; at most 365 days ahead' })),
     deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),

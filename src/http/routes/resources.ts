@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../app.js';
 import type { Database } from '../../platform/database.js';
 import { accountRoutes } from './account.js';
+import { chatRoutes } from './chats.js';
 import { contactRoutes } from './contacts.js';
 import { deviceRoutes } from './devices.js';
 import { eventRoutes } from './events.js';
@@ -27,5 +28,6 @@ export async function registerResourceRoutes(scope: FastifyInstance, services: S
   await scope.register(mediaRoutes, { database });
   await scope.register(webhookRoutes, { webhooks: services.webhooks });
   await scope.register(eventRoutes, { events: services.events });
+  await scope.register(chatRoutes, { conversations: services.conversations });
   if (services.sandbox) await scope.register(sandboxRoutes, { world: services.sandbox, database });
 }

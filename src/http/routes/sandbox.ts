@@ -31,6 +31,7 @@ const SandboxMessage = Type.Object({
   networkMessageId: Type.String(),
   deviceId: Type.String(),
   to: Type.String(),
+  groupMembers: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'A message into a group chat: the members it reached, one copy each' }),
   type: Type.String(),
   content: Type.String(),
   payload: Type.Union(
@@ -201,6 +202,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             content: Type.String({ maxLength: 4096 }),
             mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
             ...KindBodyFields,
+            group: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 100, description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
+            ),
             vote: Type.Optional(
               Type.Object(
                 {
@@ -239,22 +243,71 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       await ownDevice(accountId, request.body.deviceId);
       const from = digits(request.body.from, 'from');
       const type = request.body.type ?? 'TEXT';
-      const { edit, delete: remove } = request.body;
+      const { group, edit, delete: remove } = request.body;
+      if (group !== undefined) {
+        const [known] = await world.groups(request.body.deviceId, [group]);
+        if (!known) throw validationError('group', 'is not a group chat of the device (POST /sandbox/groups)');
+        if (!known.members.slice(1).includes(from)) throw validationError('from', 'is not a member of the group');
+        if (request.body.vote) throw validationError('vote', 'is not played in a group chat');
+        if (edit || remove) throw validationError(edit ? 'edit' : 'delete', 'is not played in a group chat');
+      }
+      const payload = request.body.vote
+        ? await votePayload(accountId, request.body.deviceId, from, request.body.vote, request.body)
+        : edit
+          ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
+          : remove
+            ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
+            : await incomingPayload(accountId, request.body.deviceId, from, type, request.body);
       const networkMessageId = await world.addIncoming({
         deviceId: request.body.deviceId,
         from,
         type,
         content: request.body.content,
         mediaUrl: request.body.mediaUrl === undefined ? undefined : httpUrl(request.body.mediaUrl, 'mediaUrl'),
-        payload: request.body.vote
-          ? await votePayload(accountId, request.body.deviceId, from, request.body.vote, request.body)
-          : edit
-            ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
-            : remove
-              ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
-              : await incomingPayload(accountId, request.body.deviceId, from, type, request.body),
+        payload: group === undefined ? payload : { ...payload, group },
       });
       return reply.status(202).send({ success: true as const, data: { networkMessageId } });
+    },
+  );
+
+  app.post(
+    '/sandbox/groups',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['sandbox'],
+        summary: "Create a WhatsApp group chat the device's number is in; messages into it reach every member",
+        body: Type.Object(
+          {
+            deviceId: Type.String({ minLength: 1, maxLength: 100 }),
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            members: Type.Array(Phone, { minItems: 1, maxItems: 256, description: "The other members' numbers" }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: successData(
+            Type.Object({
+              id: Type.String({ description: 'The group chat id, <digits>@g.us' }),
+              deviceId: Type.String(),
+              name: Type.String(),
+              members: Type.Array(Type.String(), { description: "Every member, the device's own number first" }),
+              createdAt: Timestamp,
+            }),
+          ),
+          ...errorResponses('NOT_FOUND', 'CONFLICT'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { accountId } = auth(request);
+      const { deviceId, name } = request.body;
+      await ownDevice(accountId, deviceId);
+      const [phone] = await world.phones([deviceId]);
+      if (!phone || phone.state === 'unlinked') throw new AppError('CONFLICT', 'The device is not linked to a phone yet: scan its QR code first (POST /sandbox/scan)');
+      const members = [...new Set(request.body.members.map((m, index) => digits(m, `members[${index}]`)))];
+      const group = await world.createGroup({ accountId, deviceId, ownNumber: phone.phone_number, name: name.trim() || name, members });
+      return reply.status(201).send({ success: true as const, data: group });
     },
   );
 

@@ -7,15 +7,40 @@
 import type { Bus } from '../../platform/bus.js';
 import { MEDIA_LIMITS, openMedia } from '../../outbound/media.js';
 import { GuardedHttp } from '../../outbound/ssrf.js';
-import { isMediaType, MediaDownloadError, type DeviceInfo, type IncomingFile, type MediaType, type MessageRef, type Network, type NetworkEvent, type NetworkSession, type OutgoingMessage, type SendResult, type SessionHandlers } from '../network.js';
-import type { IncomingRow, PhoneRow, SandboxPayload, SandboxWorld } from './world.js';
+import {
+  isMediaType,
+  MediaDownloadError,
+  type DeviceInfo,
+  type GroupInfo,
+  type IncomingFile,
+  type MediaType,
+  type MessageRef,
+  type Network,
+  type NetworkEvent,
+  type NetworkSession,
+  type NumberCheck,
+  type OutgoingMessage,
+  type PresenceState,
+  type ReadMessage,
+  type SendResult,
+  type SessionHandlers,
+} from '../network.js';
+import { magicEnding, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
+
+/** A sandbox group as the network lists it: the first member (the device's number) created it and is its admin. */
+const groupInfo = (group: SandboxGroup): GroupInfo => ({
+  id: group.id,
+  name: group.name,
+  participants: group.members.map((phoneNumber, index) => ({ phoneNumber, admin: index === 0 })),
+  createdAt: group.createdAt,
+});
 
 const POLL_MS = 100;
 
 /** An incoming message's kind fields, replies and reactions, as the network hands them over. */
 function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
   if (!payload) return {};
-  const { reaction, replyTo, mentions, vote: _vote, edit: _edit, delete: _delete, ...kind } = payload;
+  const { reaction, replyTo, mentions, vote: _vote, edit: _edit, delete: _delete, group: _group, groupAdded: _groupAdded, ...kind } = payload;
   return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
 }
 
@@ -70,6 +95,9 @@ class SandboxSession implements NetworkSession {
       this.stopQr();
       this.linked = true;
       await this.emit({ type: 'connected', phoneNumber: phone.phone_number });
+      // As WhatsApp does on connecting: the number's groups.
+      const groups = await this.network.world.groups(this.device.id);
+      if (groups.length > 0) await this.emit({ type: 'groups', groups: groups.map(groupInfo) });
     } else if (phone.state === 'dropped') {
       this.linked = false;
       await this.emit({ type: 'disconnected', reason: 'network', message: 'The connection to the network dropped' });
@@ -138,6 +166,24 @@ class SandboxSession implements NetworkSession {
     } catch (error) {
       for (const pending of batch) pending.reject(error);
     }
+  }
+
+  /** Sandbox: numbers ending 0000 are not on the network. */
+  checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]> {
+    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
+    return Promise.resolve(phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== '0000' })));
+  }
+
+  /** The sandbox's phones show no read ticks: a read is taken and recorded nowhere. */
+  markChatRead(_chat: string, _messages: ReadMessage[]): Promise<void> {
+    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
+    return Promise.resolve();
+  }
+
+  /** The sandbox shows no presence: taken and dropped, as a phone that is not looking. */
+  sendPresence(_chat: string, _state: PresenceState): Promise<void> {
+    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
+    return Promise.resolve();
   }
 
   async reconnect(): Promise<void> {
@@ -251,6 +297,13 @@ export class SandboxNetwork implements Network {
 
   /** One incoming message (or the other side's vote, edit or delete) to its session; acknowledged only once Waygate has stored it. */
   private async handOver(session: SandboxSession, incoming: IncomingRow): Promise<void> {
+    const added = incoming.payload?.groupAdded;
+    if (added) {
+      const groups = await this.world.groups(incoming.deviceId, [added]);
+      await session.emit({ type: 'groups', groups: groups.map(groupInfo) });
+      await this.world.ackIncoming(incoming.seq);
+      return;
+    }
     const { vote, edit, delete: deleted } = incoming.payload ?? {};
     const action: NetworkEvent | undefined = vote
       ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
@@ -271,6 +324,7 @@ export class SandboxNetwork implements Network {
         content: incoming.content,
         download: mediaUrl && isMediaType(type) ? () => this.download(mediaUrl, type) : undefined,
         ...incomingKind(incoming.payload),
+        chat: incoming.payload?.group,
         at: incoming.createdAt,
       });
     }

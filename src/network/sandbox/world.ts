@@ -7,7 +7,7 @@
  * 0001 never delivered; 0002 delivered, never read; 0003 a transient failure on the first
  * attempt, then normal.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { Database } from '../../platform/database.js';
 import type { Bus } from '../../platform/bus.js';
 import { MESSAGE_WINDOWS, type KindFields, type MessageType, type OutgoingMessage, type SendResult } from '../network.js';
@@ -37,6 +37,19 @@ export interface SandboxPayload extends KindFields {
   edit?: { networkMessageId: string; content: string } | undefined;
   /** Not a message: the sender deletes one of their messages for everyone (sandbox_incoming only). */
   delete?: { networkMessageId: string } | undefined;
+  /** An incoming message sent in this group chat (`from` is the member who sent it). */
+  group?: string | undefined;
+  /** Not a message: the device was added to this group (sandbox_incoming only). */
+  groupAdded?: string | undefined;
+}
+
+export interface SandboxGroup {
+  id: string;
+  deviceId: string;
+  name: string;
+  /** Every member's number, the device's own first. */
+  members: string[];
+  createdAt: Date;
 }
 
 /** The payload the network got with a message (null when it carried nothing beyond type and content). */
@@ -52,6 +65,8 @@ export interface SandboxMessageView {
   networkMessageId: string;
   deviceId: string;
   to: string;
+  /** A message into a group chat: the members it reached (one copy each; the device's own number is not one). */
+  groupMembers: string[] | null;
   type: string;
   content: string;
   payload: SandboxPayload | null;
@@ -195,8 +210,12 @@ export class SandboxWorld {
   async accept(deviceId: string, batch: OutgoingMessage[]): Promise<SendResult[]> {
     const results: SendResult[] = new Array(batch.length);
     const onNetwork: number[] = [];
+    const groupIds = batch.filter((m) => m.to.endsWith('@g.us')).map((m) => m.to);
+    const groups = new Set(groupIds.length > 0 ? (await this.groups(deviceId, groupIds)).map((g) => g.id) : []);
     batch.forEach((message, index) => {
-      if (magicEnding(message.to) === '0000') {
+      if (message.to.endsWith('@g.us') && !groups.has(message.to)) {
+        results[index] = { ok: false, permanent: true, code: 'NOT_A_GROUP_MEMBER', message: `The device is not in the group ${message.to}` };
+      } else if (magicEnding(message.to) === '0000') {
         results[index] = { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: `${message.to} is not on the network` };
       } else {
         onNetwork.push(index);
@@ -323,6 +342,38 @@ export class SandboxWorld {
     );
   }
 
+  /**
+   * Creates a WhatsApp group the device's number is in, with these other members; the device's
+   * session hears of it like a real network's group notification. Group ids look like WhatsApp's.
+   */
+  async createGroup(input: { accountId: string; deviceId: string; ownNumber: string; name: string; members: string[] }): Promise<SandboxGroup> {
+    const id = `120363${Array.from({ length: 12 }, () => randomInt(10)).join('')}@g.us`;
+    const members = [input.ownNumber, ...input.members.filter((m) => m !== input.ownNumber)];
+    const [row] = await this.database.query<{ created_at: Date }>(
+      'INSERT INTO sandbox_groups (id, device_id, account_id, name, members) VALUES ($1, $2, $3, $4, $5) RETURNING created_at',
+      [id, input.deviceId, input.accountId, input.name, members],
+    );
+    await this.database.query('INSERT INTO sandbox_incoming (device_id, network_message_id, "from", type, content, payload) VALUES ($1, $2, $3, $4, $5, $6::jsonb)', [
+      input.deviceId,
+      `SBXGROUP${randomBytes(8).toString('hex').toUpperCase()}`,
+      input.ownNumber,
+      'TEXT',
+      '',
+      JSON.stringify({ groupAdded: id }),
+    ]);
+    await this.wake(input.deviceId);
+    return { id, deviceId: input.deviceId, name: input.name, members, createdAt: row!.created_at };
+  }
+
+  /** The device's groups (all of them, or these ids). */
+  async groups(deviceId: string, ids?: string[]): Promise<SandboxGroup[]> {
+    const rows = await this.database.query<{ id: string; device_id: string; name: string; members: string[]; created_at: Date }>(
+      'SELECT id, device_id, name, members, created_at FROM sandbox_groups WHERE device_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY created_at, id',
+      [deviceId, ids ?? null],
+    );
+    return rows.map((r) => ({ id: r.id, deviceId: r.device_id, name: r.name, members: r.members, createdAt: r.created_at }));
+  }
+
   async addIncoming(input: { deviceId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; payload?: SandboxPayload | undefined }): Promise<string> {
     const networkMessageId = `SBX${randomBytes(10).toString('hex').toUpperCase()}`;
     const payload = input.payload && Object.keys(input.payload).length > 0 ? JSON.stringify(input.payload) : null;
@@ -371,7 +422,7 @@ export class SandboxWorld {
     const params: unknown[] = [accountId];
     if (filter.to) {
       params.push(filter.to);
-      where.push(`"to" = $${params.length}`);
+      where.push(`("to" = $${params.length} OR "to" IN (SELECT g.id FROM sandbox_groups g WHERE g.account_id = $1 AND $${params.length} = ANY(g.members[2:])))`);
     }
     if (filter.deviceId) {
       params.push(filter.deviceId);
@@ -380,7 +431,8 @@ export class SandboxWorld {
     const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM sandbox_messages WHERE ${where.join(' AND ')}`, params);
     const rows = await this.database.query<Record<string, unknown>>(
       `SELECT *, (deliver_at IS NOT NULL AND deliver_at <= now())::int AS phone_has,
-              (read_at IS NOT NULL AND read_at <= now())::int AS phone_read
+              (read_at IS NOT NULL AND read_at <= now())::int AS phone_read,
+              (SELECT g.members[2:] FROM sandbox_groups g WHERE g.id = sandbox_messages."to") AS group_members
          FROM sandbox_messages WHERE ${where.join(' AND ')} ORDER BY accepted_at, network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, offset],
     );
@@ -390,6 +442,7 @@ export class SandboxWorld {
         networkMessageId: r.network_message_id as string,
         deviceId: r.device_id as string,
         to: r.to as string,
+        groupMembers: (r.group_members as string[] | null) ?? null,
         type: r.type as string,
         content: r.content as string,
         payload: (r.payload as SandboxPayload | null) ?? null,

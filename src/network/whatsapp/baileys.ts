@@ -76,7 +76,7 @@ export function browserOf(baileys: BaileysModule): [string, string, string] {
  * again) from the messages the session stored when it sent them.
  */
 export function baileysSocketFactory(baileys: BaileysModule, config: WhatsAppConfig): SocketFactory {
-  return ({ auth, logger, version, getMessage, agent }) =>
+  return ({ auth, logger, version, getMessage, agent, cachedGroupMetadata }) =>
     baileys.makeWASocket({
       ...(agent ? { agent, fetchAgent: agent } : {}),
       version,
@@ -97,5 +97,6 @@ export function baileysSocketFactory(baileys: BaileysModule, config: WhatsAppCon
       generateHighQualityLinkPreview: false,
       emitOwnEvents: false,
       getMessage,
+      ...(cachedGroupMetadata ? { cachedGroupMetadata } : {}),
     }) as WASocketLike;
 }

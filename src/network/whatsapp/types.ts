@@ -173,6 +173,26 @@ export interface WALidMapping {
   pn: string;
 }
 
+/** Baileys' GroupParticipant: a Contact (id in either form, the other in lid / phoneNumber) with its admin role. */
+export interface WAGroupParticipant {
+  id: string;
+  lid?: string | undefined;
+  phoneNumber?: string | undefined;
+  admin?: 'admin' | 'superadmin' | null | undefined;
+}
+
+/** Baileys' GroupMetadata (the fields Waygate reads). */
+export interface WAGroupMetadata {
+  id: string;
+  subject: string;
+  /** Seconds since the epoch. */
+  creation?: number | undefined;
+  participants: WAGroupParticipant[];
+}
+
+/** Baileys' WAPresence. */
+export type WAPresence = 'unavailable' | 'available' | 'composing' | 'recording' | 'paused';
+
 export interface WAEventMap {
   'connection.update': WAConnectionUpdate;
   'creds.update': Record<string, unknown>;
@@ -184,6 +204,9 @@ export interface WAEventMap {
   'messaging-history.set': { contacts?: WAContact[]; lidPnMappings?: WALidMapping[] };
   'contacts.upsert': WAContact[];
   'contacts.update': Partial<WAContact>[];
+  'groups.upsert': WAGroupMetadata[];
+  'groups.update': Partial<WAGroupMetadata>[];
+  'group-participants.update': { id: string; author: string; participants: WAGroupParticipant[]; action: 'add' | 'remove' | 'promote' | 'demote' | 'modify' };
 }
 
 export type WAEventName = keyof WAEventMap;
@@ -263,6 +286,11 @@ export interface WASocketLike {
   /** Sends read receipts for received messages. */
   readMessages(keys: WAMessageKey[]): Promise<void>;
   onWhatsApp?(...jids: string[]): Promise<{ exists: boolean; jid: string }[] | undefined>;
+  groupFetchAllParticipating(): Promise<Record<string, WAGroupMetadata>>;
+  groupMetadata(jid: string): Promise<WAGroupMetadata>;
+  readMessages(keys: WAMessageKey[]): Promise<void>;
+  sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;
+  presenceSubscribe(toJid: string): Promise<void>;
   logout(message?: string): Promise<void>;
   /** Baileys 7 returns a promise (it awaits the websocket's close). */
   end(error: Error | undefined): void | Promise<void>;
@@ -319,6 +347,8 @@ export interface SocketOptions {
   getMessage(key: WAMessageKey): Promise<unknown>;
   /** The device's proxy (device-proxy.ts), for the WebSocket and media uploads; absent: direct. */
   agent?: Agent | undefined;
+  /** Group metadata the session keeps (sending into a group reads it instead of asking WhatsApp each time). */
+  cachedGroupMetadata?: ((jid: string) => Promise<WAGroupMetadata | undefined>) | undefined;
 }
 
 export type SocketFactory = (options: SocketOptions) => WASocketLike;

@@ -35,7 +35,10 @@ import type {
   Network,
   NetworkEvent,
   NetworkSession,
+  NumberCheck,
   OutgoingMessage,
+  PresenceState,
+  ReadMessage,
   Receipt,
   SendResult,
   SessionHandlers,
@@ -70,6 +73,7 @@ import type {
   WABinaryNode,
   WAConnectionUpdate,
   WAContact,
+  WAGroupMetadata,
   WALidMapping,
   WAMessageKey,
   WAEventMap,
@@ -85,6 +89,7 @@ import type { WaVersionSource } from './version.js';
 import { formatVersion } from './version.js';
 import { WarmupPolicy } from './warmup.js';
 import { WhatsAppStore } from './whatsapp-store.js';
+import { chatJid, GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, toGroupInfo } from './groups.js';
 
 /** Backoff of the session's own retries while a device is being linked. */
 const LINKING_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -165,6 +170,8 @@ export class WhatsAppSession implements NetworkSession {
   private attemptWaiters: (() => void)[] = [];
   private readonly acks = new Map<string, AckWaiter>();
   private readonly lids = new Map<string, string>();
+  /** Group metadata (groupFetchAllParticipating, groupMetadata, groups.update), also Baileys' cachedGroupMetadata. */
+  private readonly groups = new GroupCache();
   /** The version the current socket announced (a 405 retries once if a fresh read gives another). */
   private socketVersion: string | undefined;
   private outdatedRetried = false;
@@ -267,6 +274,7 @@ export class WhatsAppSession implements NetworkSession {
         logger: this.options.log.child({ component: 'baileys', deviceId: this.device.id }, { level: this.options.config.logLevel }),
         version,
         getMessage: (key) => this.sentMessage(key),
+        cachedGroupMetadata: (jid) => Promise.resolve(this.groups.get(jid)),
         agent: this.device.proxyUrl ? proxyAgent(this.device.proxyUrl) : undefined,
       });
     } catch (error) {
@@ -309,6 +317,9 @@ export class WhatsAppSession implements NetworkSession {
       }, 'messaging-history.set'),
     );
     on('contacts.upsert', (contacts) => this.serial(() => this.onContacts(contacts), 'contacts.upsert'));
+    on('groups.upsert', (groups) => this.serial(() => this.onGroups(groups), 'groups.upsert'));
+    on('groups.update', (updates) => this.serial(() => this.refreshGroups(updates.map((u) => u.id).filter((id): id is string => Boolean(id))), 'groups.update'));
+    on('group-participants.update', ({ id }) => this.serial(() => this.refreshGroups([id]), 'group-participants.update'));
     on('contacts.update', (contacts) => this.serial(() => this.onContacts(contacts as WAContact[]), 'contacts.update'));
     const onAck = (node: WABinaryNode): void => this.onServerAck(node);
     socket.ws?.on('CB:ack,class:message', onAck);
@@ -385,6 +396,12 @@ export class WhatsAppSession implements NetworkSession {
     await this.store.flush();
     await this.emit({ type: 'connected', phoneNumber });
     this.settleAttempt();
+    // The number's groups, as chats (one query; later changes arrive as groups.update).
+    try {
+      await this.onGroups(Object.values(await socket.groupFetchAllParticipating()));
+    } catch (error) {
+      this.log.warn({ err: error }, 'fetching the WhatsApp groups of the number failed');
+    }
   }
 
   private async onClose(error: Error | undefined, reachedServer: boolean): Promise<void> {
@@ -692,6 +709,7 @@ export class WhatsAppSession implements NetworkSession {
    * whatsapp_numbers (a restart or another worker does not ask again: bulk look-ups are a ban signal).
    */
   private async resolveJid(socket: WASocketLike, phoneNumber: string): Promise<string | null> {
+    if (isGroupJid(phoneNumber)) return phoneNumber;
     if (!socket.onWhatsApp) return phoneToJid(phoneNumber);
     const cached = await this.rows.cachedJid(phoneNumber, ON_NETWORK_CACHE_MS, OFF_NETWORK_CACHE_MS);
     if (cached) return cached.jid;
@@ -767,18 +785,21 @@ export class WhatsAppSession implements NetworkSession {
 
   private async onIncoming(message: WAMessage, upsertType: string): Promise<void> {
     const { key } = message;
-    if (!key.id || !isPersonJid(key.remoteJid)) return;
-    // Edits, deletes and poll votes come from the other party, or from the device's own phone (fromMe).
-    const change = parseProtocolChange(message);
-    if (change) return this.onChange(message, change);
-    if (unwrap(message.message)?.pollUpdateMessage) return this.onPollVote(message);
+    const group = isGroupJid(key.remoteJid);
+    if (!key.id || !(isPersonJid(key.remoteJid) || (group && key.participant))) return;
+    if (!group) {
+      // Edits, deletes and poll votes come from the other party, or from the device's own phone (fromMe).
+      const change = parseProtocolChange(message);
+      if (change) return this.onChange(message, change);
+      if (unwrap(message.message)?.pollUpdateMessage) return this.onPollVote(message);
+    }
     if (key.fromMe) return;
     const parsed = parseIncomingContent(message);
     if (!parsed) {
       this.log.debug({ id: key.id, upsertType }, 'incoming WhatsApp message without storable content (poll vote, edit, protocol message, ...) ignored');
       return;
     }
-    const { phone, lid } = await this.senderOf(key);
+    const { phone, lid } = group ? await this.addressOf(key.participant!, key.participantAlt, key.id) : await this.senderOf(key);
     this.log.info({ id: key.id, type: parsed.messageType, from: maskPhone(phone), viaLid: Boolean(lid), upsertType }, 'incoming WhatsApp message');
     // Awaited: stored (with its message.received event) before the next one is handled. Baileys
     // acknowledged the stanza to WhatsApp before emitting it (docs/whatsapp.md).
@@ -795,6 +816,7 @@ export class WhatsAppSession implements NetworkSession {
       reaction: parsed.reaction,
       replyTo: parsed.replyTo,
       mentions: parsed.mentions,
+      chat: group ? key.remoteJid! : undefined,
       at: timestampOf(message.messageTimestamp),
     });
   }
@@ -906,9 +928,12 @@ export class WhatsAppSession implements NetworkSession {
    * own LID store (signalRepository.lidMapping). A LID whose number is still unknown is reported
    * as the sender (`<digits>@lid`), which is not a number.
    */
-  private async senderOf(key: WAMessageKey): Promise<{ phone: string | undefined; lid: string | undefined }> {
-    const jid = key.remoteJid!;
-    const alternate = key.remoteJidAlt;
+  private senderOf(key: WAMessageKey): Promise<{ phone: string | undefined; lid: string | undefined }> {
+    return this.addressOf(key.remoteJid!, key.remoteJidAlt, key.id);
+  }
+
+  /** A person's number and LID from one of their addresses and, if given, the other (see senderOf). */
+  private async addressOf(jid: string, alternate: string | null | undefined, messageId: string | null | undefined): Promise<{ phone: string | undefined; lid: string | undefined }> {
     let phone = jidToPhone(jid) ?? jidToPhone(alternate);
     const lid = normalizeLid(jid) ?? (alternate ? normalizeLid(alternate) : undefined);
     if (!lid) return { phone, lid };
@@ -925,7 +950,7 @@ export class WhatsAppSession implements NetworkSession {
       phone = jidToPhone(pn);
       if (phone) await this.rememberLid(lid, phoneToJid(phone));
     }
-    if (!phone) this.log.warn({ id: key.id }, 'incoming message from a @lid sender whose phone number WhatsApp has not shared; reported as <lid>@lid');
+    if (!phone) this.log.warn({ id: messageId }, 'incoming message from a @lid sender whose phone number WhatsApp has not shared; reported as <lid>@lid');
     return { phone, lid };
   }
 
@@ -937,8 +962,87 @@ export class WhatsAppSession implements NetworkSession {
     const lid = lidJid ? normalizeLid(lidJid) : undefined;
     const phone = jidToPhone(phoneJid);
     if (!lid || !phone || this.lids.get(lid) === phone) return;
+    const known = (await this.rows.lidPhone(lid)) === phone;
     this.lids.set(lid, phone);
+    if (known) return;
     await this.rows.saveLid(lid, phone);
+    // Chats kept under the LID become the number's (src/conversations applies it).
+    await this.emit({ type: 'identity', lid, phoneNumber: phone });
+  }
+
+  /** Groups WhatsApp listed: kept, their members' LID pairs learnt, and reported as chats. */
+  private async onGroups(groups: WAGroupMetadata[]): Promise<void> {
+    if (groups.length === 0) return;
+    for (const metadata of groups) {
+      this.groups.set(metadata);
+      for (const participant of metadata.participants) {
+        const { phone, lid } = participantIds(participant);
+        if (phone && lid) await this.rememberLid(lid, phoneToJid(phone));
+      }
+    }
+    await this.emit({ type: 'groups', groups: groups.map((metadata) => toGroupInfo(metadata, (lid) => this.lids.get(lid))) });
+  }
+
+  /** A group changed (subject, members): its metadata is asked again. */
+  private async refreshGroups(ids: string[]): Promise<void> {
+    const socket = this.socket;
+    if (!socket) return;
+    const fresh: WAGroupMetadata[] = [];
+    for (const id of ids) {
+      this.groups.forget(id);
+      try {
+        fresh.push(await socket.groupMetadata(id));
+      } catch (error) {
+        this.log.warn({ err: error }, 'reading WhatsApp group metadata failed');
+      }
+    }
+    await this.onGroups(fresh);
+  }
+
+  // ---- conversations ---------------------------------------------------------------------
+
+  private connectedSocket(): WASocketLike {
+    const socket = this.socket;
+    if (this.closed || !socket || this.socketState !== 'open') throw new Error('The device is not connected to WhatsApp');
+    return socket;
+  }
+
+  /**
+   * Which numbers have WhatsApp: answers kept in whatsapp_numbers (as for sends) are reused, the
+   * rest asked in one onWhatsApp query.
+   */
+  async checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]> {
+    const socket = this.connectedSocket();
+    const answers = new Map<string, boolean>();
+    const missing: string[] = [];
+    for (const phone of phoneNumbers) {
+      const cached = await this.rows.cachedJid(phone, ON_NETWORK_CACHE_MS, OFF_NETWORK_CACHE_MS);
+      if (cached) answers.set(phone, cached.jid !== null);
+      else missing.push(phone);
+    }
+    if (missing.length > 0) {
+      if (!socket.onWhatsApp) throw new Error('This WhatsApp socket cannot look numbers up');
+      const results = (await socket.onWhatsApp(...missing.map(phoneToJid))) ?? [];
+      const found = new Map(results.filter((r) => r.exists).map((r) => [jidToPhone(r.jid), r.jid]));
+      for (const phone of missing) {
+        const jid = found.get(phone) ?? null;
+        await this.rows.saveJid(phone, jid);
+        answers.set(phone, jid !== null);
+      }
+    }
+    return phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: answers.get(phoneNumber) ?? false }));
+  }
+
+  async markChatRead(chat: string, messages: ReadMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.connectedSocket().readMessages(readKeys(chat, messages));
+  }
+
+  async sendPresence(chat: string, state: PresenceState): Promise<void> {
+    const socket = this.connectedSocket();
+    const jid = chatJid(chat);
+    if (!isGroupJid(jid)) await socket.presenceSubscribe(jid);
+    await socket.sendPresenceUpdate(PRESENCE[state], jid);
   }
 
   private async lookupLid(lid: string): Promise<string | undefined> {
@@ -962,6 +1066,7 @@ export class WhatsAppSession implements NetworkSession {
   /** Unlinked: what was learnt about this link goes (LID pairs, a stop, a bulk pause); the next link starts clean. */
   private async forgetLink(): Promise<void> {
     this.lids.clear();
+    this.groups.clear();
     this.stopped = undefined;
     await this.rows.forgetLink();
   }

@@ -1,0 +1,412 @@
+/**
+ * The Inbox: the chats of every device, newest activity first, with unread counts that follow the
+ * live stream (live.tsx refetches the ['chats'] queries when a chat changes), and a conversation
+ * showing every kind of message with a reply box. Opening a chat marks it read.
+ */
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useSearchParams } from 'react-router';
+import { api, ApiError, errorMessage } from '../api';
+import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
+import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
+
+interface ChatList {
+  success: true;
+  data: Chat[];
+  meta: { total: number; nextCursor: string | null };
+}
+interface History {
+  success: true;
+  data: Message[];
+  meta: { limit: number; nextBefore: string | null };
+}
+
+const MEDIA_TYPES = ['IMAGE', 'VIDEO', 'AUDIO', 'DOCUMENT'] as const;
+
+/** How a chat is named: its name, else its number (or LID, or group id). */
+function chatTitle(chat: Chat): string {
+  if (chat.name) return chat.name;
+  if (chat.phoneNumber) return formatPhone(chat.phoneNumber);
+  return chat.id;
+}
+
+/** A media URL the browser can load: the API's own paths go through the dashboard's session. */
+function browserUrl(url: string | null): string | null {
+  if (!url) return null;
+  return url.startsWith('/') ? `/dashboard/api${url.replace(/^\/v1/, '')}` : url;
+}
+
+/** One line of what a message is, for the chat list and quotes. */
+function preview(message: Message | null | undefined): string {
+  if (!message) return '';
+  switch (message.type) {
+    case 'TEXT':
+      return message.content;
+    case 'LOCATION':
+      return `📍 ${message.location?.name ?? 'Location'}`;
+    case 'CONTACT':
+      return `👤 ${message.contacts?.map((c) => c.name).join(', ') ?? 'Contact'}`;
+    case 'POLL':
+      return `📊 ${message.content}`;
+    case 'REACTION':
+      return message.reaction?.emoji ? `Reacted ${message.reaction.emoji}` : 'Removed a reaction';
+    default:
+      return `${message.type.toLowerCase()}${message.content ? `: ${message.content}` : ''}`;
+  }
+}
+
+export function InboxPage() {
+  const [params, setParams] = useSearchParams();
+  const selected = params.get('chat');
+  const selectedDevice = params.get('device');
+  const deviceFilter = params.get('deviceId') ?? '';
+  const devices = useQuery({ queryKey: ['devices', 'list'], queryFn: () => api<Page<Device>>('/devices') });
+  const chats = useInfiniteQuery({
+    queryKey: ['chats', 'list', deviceFilter],
+    queryFn: ({ pageParam }) => api<ChatList>('/chats', { query: { limit: 50, deviceId: deviceFilter, cursor: pageParam } }),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.meta.nextCursor ?? undefined,
+  });
+  const all = chats.data?.pages.flatMap((page) => page.data) ?? [];
+  const open = (chat: Chat): void => {
+    const next = new URLSearchParams(params);
+    next.set('chat', chat.id);
+    next.set('device', chat.deviceId);
+    setParams(next);
+  };
+  const close = (): void => {
+    const next = new URLSearchParams(params);
+    next.delete('chat');
+    next.delete('device');
+    setParams(next);
+  };
+  const deviceName = (id: string): string => devices.data?.data.find((d) => d.id === id)?.name ?? id;
+  const manyDevices = (devices.data?.data.length ?? 0) > 1;
+
+  return (
+    <section className="inbox-page">
+      <PageHeader title="Inbox" description="Conversations of every device: people and WhatsApp groups, newest first. New messages appear as they arrive." />
+      <div className={`inbox ${selected ? 'inbox-open' : ''}`}>
+        <div className="inbox-list" aria-label="Chats">
+          {manyDevices ? (
+            <div className="field">
+              <label htmlFor="inbox-device">Device</label>
+              <select
+                id="inbox-device"
+                value={deviceFilter}
+                onChange={(e) => {
+                  const next = new URLSearchParams(params);
+                  if (e.target.value) next.set('deviceId', e.target.value);
+                  else next.delete('deviceId');
+                  setParams(next);
+                }}
+              >
+                <option value="">All devices</option>
+                {devices.data?.data.map((d) => (
+                  <option key={d.id} value={d.id}>
+                    {d.name}
+                  </option>
+                ))}
+              </select>
+            </div>
+          ) : null}
+          {chats.isPending ? <Loading what="chats" /> : null}
+          <ErrorBox error={chats.error} />
+          {chats.data && all.length === 0 ? <Empty>No conversations yet. Messages you send and receive show up here.</Empty> : null}
+          <ul className="plain chat-list">
+            {all.map((chat) => {
+              const active = chat.id === selected && chat.deviceId === selectedDevice;
+              return (
+                <li key={`${chat.deviceId}/${chat.id}`}>
+                  <button type="button" className={`chat-item ${active ? 'active' : ''}`} aria-current={active ? 'true' : undefined} onClick={() => open(chat)} data-chat={chat.id}>
+                    <span className="chat-item-head">
+                      <strong className="clip">
+                        {chat.type === 'group' ? '👥 ' : ''}
+                        {chatTitle(chat)}
+                      </strong>
+                      <span className="small muted nowrap">
+                        <Time value={chat.updatedAt} short />
+                      </span>
+                    </span>
+                    <span className="chat-item-body">
+                      <span className="clip muted small">
+                        {chat.lastMessage?.direction === 'out' ? 'You: ' : ''}
+                        {preview(chat.lastMessage)}
+                      </span>
+                      {chat.unreadCount > 0 ? (
+                        <span className="unread" aria-label={`${chat.unreadCount} unread`}>
+                          {chat.unreadCount}
+                        </span>
+                      ) : null}
+                    </span>
+                    {manyDevices ? <span className="small muted">{deviceName(chat.deviceId)}</span> : null}
+                  </button>
+                </li>
+              );
+            })}
+          </ul>
+          {chats.hasNextPage ? (
+            <button type="button" className="button secondary small" disabled={chats.isFetchingNextPage} onClick={() => void chats.fetchNextPage()}>
+              More chats
+            </button>
+          ) : null}
+        </div>
+        <div className="inbox-conversation">
+          {selected && selectedDevice ? (
+            <Conversation key={`${selectedDevice}/${selected}`} chatId={selected} deviceId={selectedDevice} onBack={close} />
+          ) : (
+            <Empty>Choose a chat to read it and reply.</Empty>
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: string; onBack: () => void }) {
+  const client = useQueryClient();
+  const path = `/chats/${encodeURIComponent(chatId)}`;
+  const chat = useQuery({ queryKey: ['chats', 'one', deviceId, chatId], queryFn: () => api<One<ChatDetail>>(path, { query: { deviceId } }) });
+  const history = useInfiniteQuery({
+    queryKey: ['chats', 'history', deviceId, chatId],
+    queryFn: ({ pageParam }) => api<History>(`${path}/messages`, { query: { deviceId, limit: 50, before: pageParam } }),
+    initialPageParam: undefined as string | undefined,
+    getNextPageParam: (last) => last.meta.nextBefore ?? undefined,
+  });
+  const read = useMutation({
+    mutationFn: () => api(`${path}/read`, { method: 'POST', query: { deviceId } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['chats'] }),
+  });
+  const unread = chat.data?.data.unreadCount ?? 0;
+  // Reading the chat marks it read (as on the phone), also when a message arrives while it is open.
+  useEffect(() => {
+    if (unread > 0 && !read.isPending) read.mutate();
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- read.mutate is stable; only a new unread count matters
+  }, [unread]);
+
+  const newestFirst = history.data?.pages.flatMap((page) => page.data) ?? [];
+  const byId = new Map(newestFirst.map((m) => [m.id, m]));
+  const reactions = new Map<string, string[]>();
+  for (const m of newestFirst) {
+    if (m.type === 'REACTION' && m.reaction?.messageId && m.reaction.emoji) reactions.set(m.reaction.messageId, [...(reactions.get(m.reaction.messageId) ?? []), m.reaction.emoji]);
+  }
+  const shown = [...newestFirst].reverse().filter((m) => !(m.type === 'REACTION' && m.reaction?.messageId && byId.has(m.reaction.messageId)));
+  const end = useRef<HTMLDivElement>(null);
+  const newestId = newestFirst[0]?.id;
+  useEffect(() => {
+    end.current?.scrollIntoView({ block: 'end' });
+  }, [newestId]);
+
+  const detail = chat.data?.data;
+  const group = detail?.type === 'group';
+  return (
+    <div className="conversation">
+      <div className="conversation-head">
+        <button type="button" className="button secondary small back-button" onClick={onBack}>
+          ← Chats
+        </button>
+        <div className="clip">
+          <h2 className="h3">{detail ? chatTitle(detail) : chatId}</h2>
+          <div className="small muted clip">
+            {group ? `${detail?.participantsCount ?? 0} participants: ${detail?.participants?.map((p) => formatPhone(p.phoneNumber)).join(', ')}` : null}
+            {!group && detail?.phoneNumber && detail.name ? formatPhone(detail.phoneNumber) : null}
+            {!group && detail?.lid ? ` · ${detail.lid}` : null}
+          </div>
+        </div>
+        <button type="button" className="button secondary small" disabled={read.isPending || unread === 0} onClick={() => read.mutate()}>
+          Mark read
+        </button>
+      </div>
+      <ErrorBox error={chat.error ?? history.error ?? read.error} />
+      <div className="messages-pane" aria-label="Messages" role="log">
+        {history.hasNextPage ? (
+          <button type="button" className="button secondary small" disabled={history.isFetchingNextPage} onClick={() => void history.fetchNextPage()}>
+            Older messages
+          </button>
+        ) : null}
+        {history.isPending ? <Loading what="messages" /> : null}
+        {shown.map((message) => (
+          <Bubble key={message.id} message={message} group={group} quoted={message.replyTo ? byId.get(message.replyTo) : undefined} reactions={reactions.get(message.id)} />
+        ))}
+        <div ref={end} />
+      </div>
+      <ReplyBox chatId={chatId} deviceId={deviceId} group={group} />
+    </div>
+  );
+}
+
+function Bubble({ message, group, quoted, reactions }: { message: Message; group: boolean; quoted: Message | undefined; reactions: string[] | undefined }) {
+  const mine = message.direction === 'out';
+  const media = browserUrl(message.mediaUrl);
+  return (
+    <article className={`bubble ${mine ? 'bubble-out' : 'bubble-in'}`} data-message={message.id}>
+      {group && !mine ? <div className="small bubble-from">{formatPhone(message.from)}</div> : null}
+      {message.replyTo ? <blockquote className="quote small">{quoted ? preview(quoted) : 'A message'}</blockquote> : null}
+      <MessageBody message={message} media={media} />
+      <div className="bubble-meta small muted">
+        {reactions && reactions.length > 0 ? <span className="reactions" aria-label="Reactions">{reactions.join(' ')}</span> : null}
+        <Time value={message.createdAt} short />
+        {mine ? <StatusBadge status={message.status} /> : null}
+      </div>
+    </article>
+  );
+}
+
+function MessageBody({ message, media }: { message: Message; media: string | null }) {
+  const caption = message.content ? <p className="bubble-text">{message.content}</p> : null;
+  switch (message.type) {
+    case 'IMAGE':
+    case 'STICKER':
+      return (
+        <>
+          {media ? <img className="bubble-image" src={media} alt={message.content || (message.type === 'STICKER' ? 'Sticker' : 'Image')} loading="lazy" /> : <p className="muted">Image</p>}
+          {message.type === 'IMAGE' ? caption : null}
+        </>
+      );
+    case 'VIDEO':
+      return (
+        <>
+          {media ? <video className="bubble-image" src={media} controls preload="none" /> : <p className="muted">Video</p>}
+          {caption}
+        </>
+      );
+    case 'AUDIO':
+      return media ? <audio src={media} controls preload="none" aria-label={message.media?.seconds ? `Audio, ${message.media.seconds} s` : 'Audio'} /> : <p className="muted">Audio</p>;
+    case 'DOCUMENT':
+      return (
+        <>
+          <p>
+            📄{' '}
+            {media ? (
+              <a href={media} target="_blank" rel="noreferrer">
+                {message.media?.fileName ?? 'Document'}
+              </a>
+            ) : (
+              (message.media?.fileName ?? 'Document')
+            )}
+          </p>
+          {caption}
+        </>
+      );
+    case 'LOCATION': {
+      const place = message.location;
+      if (!place) return caption;
+      const map = `https://www.openstreetmap.org/?mlat=${place.latitude}&mlon=${place.longitude}#map=16/${place.latitude}/${place.longitude}`;
+      return (
+        <p>
+          📍{' '}
+          <a href={map} target="_blank" rel="noreferrer">
+            {place.name ?? `${place.latitude}, ${place.longitude}`}
+          </a>
+          {place.address ? <span className="small muted"> · {place.address}</span> : null}
+        </p>
+      );
+    }
+    case 'CONTACT':
+      return (
+        <ul className="plain contact-cards">
+          {(message.contacts ?? []).map((card) => (
+            <li key={`${card.name}-${card.phoneNumber}`}>
+              👤 <strong>{card.name}</strong> <span className="muted">{formatPhone(card.phoneNumber)}</span>
+            </li>
+          ))}
+        </ul>
+      );
+    case 'POLL':
+      return (
+        <div className="poll">
+          <p className="bubble-text">📊 {message.content}</p>
+          <ul className="plain">
+            {(message.poll?.votes ?? message.poll?.options.map((option) => ({ option, count: 0 })) ?? []).map((vote) => (
+              <li key={vote.option}>
+                {vote.option} <span className="badge badge-neutral">{vote.count}</span>
+              </li>
+            ))}
+          </ul>
+        </div>
+      );
+    case 'REACTION':
+      return <p className="muted">{preview(message)}</p>;
+    default:
+      return caption ?? <p className="muted">(no text)</p>;
+  }
+}
+
+function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: string; group: boolean }) {
+  const client = useQueryClient();
+  const [text, setText] = useState('');
+  const [mediaUrl, setMediaUrl] = useState('');
+  const [mediaType, setMediaType] = useState<(typeof MEDIA_TYPES)[number]>('IMAGE');
+  const [attach, setAttach] = useState(false);
+  const send = useMutation({
+    mutationFn: () =>
+      api('/messages/send', {
+        method: 'POST',
+        body: {
+          type: attach && mediaUrl.trim() ? mediaType : 'TEXT',
+          content: text,
+          ...(attach && mediaUrl.trim() ? { mediaUrl: mediaUrl.trim() } : {}),
+          ...(group ? { chatIds: [chatId] } : { recipients: [chatId] }),
+          deviceId,
+        },
+      }),
+    onSuccess: async () => {
+      setText('');
+      setMediaUrl('');
+      setAttach(false);
+      await client.invalidateQueries({ queryKey: ['chats'] });
+    },
+  });
+  const submit = (event: FormEvent): void => {
+    event.preventDefault();
+    if (text.trim() || (attach && mediaUrl.trim())) send.mutate();
+  };
+  const fieldError = (field: string): string | undefined => (send.error instanceof ApiError ? send.error.fieldMessage(field) : undefined);
+  return (
+    <form className="reply-box" onSubmit={submit} aria-label="Reply">
+      {send.error ? <div className="alert alert-error small">{fieldError('mediaUrl') ?? errorMessage(send.error)}</div> : null}
+      {attach ? (
+        <div className="row wrap">
+          <label className="visually-hidden" htmlFor="reply-media-type">
+            File type
+          </label>
+          <select id="reply-media-type" value={mediaType} onChange={(e) => setMediaType(e.target.value as (typeof MEDIA_TYPES)[number])}>
+            {MEDIA_TYPES.map((type) => (
+              <option key={type} value={type}>
+                {type.toLowerCase()}
+              </option>
+            ))}
+          </select>
+          <label className="visually-hidden" htmlFor="reply-media-url">
+            File URL
+          </label>
+          <input id="reply-media-url" type="url" placeholder="https://… (the file Waygate downloads and sends)" value={mediaUrl} onChange={(e) => setMediaUrl(e.target.value)} />
+        </div>
+      ) : null}
+      <div className="row">
+        <button type="button" className="button secondary small" aria-pressed={attach} onClick={() => setAttach(!attach)} title="Attach a file by its URL">
+          📎<span className="visually-hidden">Attach a file</span>
+        </button>
+        <label className="visually-hidden" htmlFor="reply-text">
+          Message
+        </label>
+        <textarea
+          id="reply-text"
+          rows={1}
+          placeholder={attach ? 'Caption (optional)' : 'Write a message'}
+          value={text}
+          onChange={(e) => setText(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey) {
+              e.preventDefault();
+              e.currentTarget.form?.requestSubmit();
+            }
+          }}
+        />
+        <button type="submit" className="button primary" disabled={send.isPending}>
+          Send
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,48 @@
+/**
+ * The one definition of the chat record (DESIGN.md section 10): the routes answer with these
+ * schemas, `toChat` in chat-store.ts returns their type, the dashboard imports the JSON type.
+ * Imports nothing but typebox and the record pieces, so the dashboard can import it type-only.
+ */
+import Type, { type Static } from 'typebox';
+import { DateTime, type Jsonified } from '../platform/record-schema.js';
+import { MessageSchema } from '../messaging/message-record.js';
+
+export const ChatTypeSchema = Type.Union([Type.Literal('direct'), Type.Literal('group')]);
+
+export const ChatSchema = Type.Object({
+  id: Type.String({ description: 'Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us' }),
+  deviceId: Type.String(),
+  type: ChatTypeSchema,
+  name: Type.Union([Type.String(), Type.Null()], { description: "A group's subject; a person's name from the account's contacts" }),
+  phoneNumber: Type.Union([Type.String(), Type.Null()], { description: 'Direct chats: the number, when known (also once a LID is mapped to it)' }),
+  lid: Type.Union([Type.String(), Type.Null()], { description: "Direct chats on WhatsApp: the person's LID (<digits>@lid), when known" }),
+  lastMessage: Type.Union([MessageSchema, Type.Null()]),
+  unreadCount: Type.Integer(),
+  participantsCount: Type.Union([Type.Integer(), Type.Null()], { description: "Groups: members, the device's own number included" }),
+  updatedAt: DateTime,
+});
+
+export const ParticipantSchema = Type.Object({
+  phoneNumber: Type.String({ description: 'The number (digits), or <digits>@lid while the network hides it' }),
+  lid: Type.Union([Type.String(), Type.Null()]),
+  admin: Type.Boolean(),
+});
+
+export const ChatDetailSchema = Type.Object({
+  ...ChatSchema.properties,
+  participants: Type.Union([Type.Array(ParticipantSchema), Type.Null()], { description: 'Groups: every member; null for a direct chat' }),
+});
+
+export const NumberCheckSchema = Type.Object({
+  phoneNumber: Type.String(),
+  onNetwork: Type.Boolean(),
+  chatId: Type.Union([Type.String(), Type.Null()], { description: 'The chat id to send to (null when not on the network)' }),
+});
+
+export type ChatType = Static<typeof ChatTypeSchema>;
+export type Chat = Static<typeof ChatSchema>;
+export type ChatDetail = Static<typeof ChatDetailSchema>;
+export type Participant = Static<typeof ParticipantSchema>;
+export type NumberCheckResult = Static<typeof NumberCheckSchema>;
+export type ChatJson = Jsonified<Chat>;
+export type ChatDetailJson = Jsonified<ChatDetail>;

@@ -1,0 +1,145 @@
+/** Conversations (DESIGN.md section 10): chats, a chat's history, read and presence, and number look-ups. */
+import Type from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ConversationService } from '../../conversations/conversation-service.js';
+import { MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
+import { ChatDetailSchema, ChatSchema, ChatTypeSchema, NumberCheckSchema } from '../../conversations/chat-record.js';
+import { MessageSchema } from '../../messaging/message-record.js';
+import { auth } from '../auth.js';
+import { errorResponses, ListingMeta, ListingQuery, successData } from '../schemas.js';
+
+const ChatParams = Type.Object({ chatId: Type.String({ minLength: 1, maxLength: 100, description: 'A number, <digits>@lid, or a group id <digits>@g.us' }) });
+const DeviceQuery = {
+  deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The device the chat belongs to; required when the account has more than one' })),
+};
+const Limit = Type.Optional(Type.Integer({ minimum: 1, default: 50, description: 'Items per page; values above 100 are clamped to 100' }));
+
+export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationService }> = async (app, { conversations }) => {
+  app.get(
+    '/chats',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['chats'],
+        summary: "List the chats of the account's devices, newest activity first",
+        querystring: Type.Object(
+          {
+            ...ListingQuery,
+            deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+            type: Type.Optional(ChatTypeSchema),
+            search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A case-insensitive part of the number, group id or name' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: Type.Object({ success: Type.Literal(true), data: Type.Array(ChatSchema), meta: ListingMeta }), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50, ...rest } = request.query;
+      return { success: true as const, ...(await conversations.list(auth(request).accountId, { page, limit, ...rest })) };
+    },
+  );
+
+  app.get(
+    '/chats/:chatId',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['chats'],
+        summary: 'Read a chat; a group chat lists its participants',
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        response: { 200: successData(ChatDetailSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await conversations.get(auth(request).accountId, request.params.chatId, request.query.deviceId) }),
+  );
+
+  app.get(
+    '/chats/:chatId/messages',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['chats'],
+        summary: "A chat's messages, sent and received, newest first (keyset: pass meta.nextBefore as before)",
+        params: ChatParams,
+        querystring: Type.Object(
+          { ...DeviceQuery, before: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'meta.nextBefore of the previous page' })), limit: Limit },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            success: Type.Literal(true),
+            data: Type.Array(MessageSchema),
+            meta: Type.Object({ limit: Type.Integer(), nextBefore: Type.Union([Type.String(), Type.Null()], { description: 'Pass as before for older messages; null at the first message' }) }),
+          }),
+          ...errorResponses('FORBIDDEN', 'NOT_FOUND'),
+        },
+      },
+    },
+    async (request) => {
+      const { limit = 50, ...rest } = request.query;
+      return { success: true as const, ...(await conversations.messages(auth(request).accountId, request.params.chatId, { limit, ...rest })) };
+    },
+  );
+
+  app.post(
+    '/chats/:chatId/read',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'],
+        summary: 'Mark everything in the chat read (unread count 0; read receipts go to the network)',
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        response: { 200: successData(ChatDetailSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await conversations.read(auth(request).accountId, request.params.chatId, request.query.deviceId) }),
+  );
+
+  app.post(
+    '/chats/:chatId/presence',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'],
+        summary: 'Show the device typing, recording a voice note, or neither (paused) in the chat',
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        body: Type.Object(
+          { state: Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('paused')]), ...DeviceQuery },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: successData(Type.Object({ chatId: Type.String(), deviceId: Type.String(), state: Type.String() })),
+          ...errorResponses('FORBIDDEN', 'NOT_FOUND'),
+        },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.presence(auth(request).accountId, request.params.chatId, request.query.deviceId ?? request.body.deviceId, request.body.state),
+    }),
+  );
+
+  app.post(
+    '/numbers/check',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['numbers'],
+        summary: `Whether numbers have WhatsApp (at most ${MAX_NUMBER_CHECKS}; answers cached 7 days; paced per device)`,
+        body: Type.Object(
+          {
+            phoneNumbers: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: MAX_NUMBER_CHECKS }),
+            deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Ask through this device (default: the account's oldest connected one)" })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: successData(Type.Array(NumberCheckSchema)), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'NO_CONNECTED_DEVICE', 'SERVICE_UNAVAILABLE') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await conversations.checkNumbers(auth(request).accountId, request.body) }),
+  );
+};

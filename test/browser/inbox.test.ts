@@ -1,0 +1,186 @@
+/**
+ * The Inbox in a real browser (Debian's Chromium through playwright-core) on the sandbox: chats of
+ * people and of a WhatsApp group with unread counts, a new incoming message shown within 2 s
+ * without a reload, every kind of message in the conversation (image inline, audio playable,
+ * location as a map link, contact card, poll with votes, a reaction, a quoted reply), opening a
+ * chat marks it read, a reply from the box lands in the chat. At desktop and at phone width.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { openTestDatabase } from '../helpers.js';
+import { chromiumAvailable, CHROMIUM_PATH, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+
+const SCREENSHOTS = path.resolve('test-results/browser');
+const available = chromiumAvailable();
+if (!available && process.env.CI === 'true') {
+  throw new Error(`Chromium is missing at ${CHROMIUM_PATH}; CI needs it for the dashboard tests (apt-get install -y chromium)`);
+}
+
+const EMAIL = 'inbox@example.test';
+const PASSWORD = 'a long enough password';
+const ME = '6281122224444';
+const ALICE = '6281311115551';
+const BOB = '6281311115552';
+const DAVE = '6281311115554';
+
+let server: DashboardServer;
+let browser: Browser;
+let page: Page;
+let token = '';
+let deviceId = '';
+let groupId = '';
+
+function screenshotOnFailure(name: string): void {
+  onTestFailed(async () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
+  });
+}
+
+async function publicApi<T>(method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${server.url}${pathname}`, {
+    method,
+    headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+const incoming = (from: string, content: string, extra: Record<string, unknown> = {}) =>
+  publicApi('POST', '/sandbox/incoming', { deviceId, from, content, ...extra });
+
+/** The unread badge of a chat in the list ('' when none). */
+async function unreadOf(chatId: string): Promise<string> {
+  const badge = page.locator(`button[data-chat="${chatId}"] .unread`);
+  return (await badge.count()) === 0 ? '' : ((await badge.textContent()) ?? '');
+}
+
+describe.skipIf(!available)('the Inbox in Chromium', () => {
+  beforeAll(async () => {
+    await ensureDashboardBuilt();
+    server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '200' });
+    const created = await server.services.accounts.createAccount({ email: EMAIL, password: PASSWORD, plan: 'unlimited' });
+    token = (await server.services.tokens.create(created.accountId, { name: 'inbox test' })).token;
+    const device = await publicApi<{ data: { id: string }; qr: { code: string } }>('POST', '/devices', { name: 'Shop phone' });
+    deviceId = device.data.id;
+    await publicApi('POST', '/sandbox/scan', { code: device.qr.code, phoneNumber: ME });
+    for (let waited = 0; (await publicApi<{ data: { status: string } }>('GET', `/devices/${deviceId}`)).data.status !== 'CONNECTED'; waited += 100) {
+      if (waited > 15_000) throw new Error('the device did not connect');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    groupId = (await publicApi<{ data: { id: string } }>('POST', '/sandbox/groups', { deviceId, name: 'Family', members: [ALICE, DAVE] })).data.id;
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+    page.setDefaultTimeout(15_000);
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('lists chats with unread counts, shows a new message within 2 s without a reload, every kind of message, marks read, and sends a reply', async () => {
+    screenshotOnFailure('inbox-desktop');
+    await incoming(ALICE, 'hi from alice');
+    await incoming(ALICE, 'are you open today?');
+    await incoming(BOB, 'hello from bob');
+    await incoming(DAVE, 'hi all', { group: groupId });
+
+    await page.goto(`${server.url}/dashboard/login?next=/dashboard/inbox`);
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByLabel('Password').press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
+    await page.evaluate(() => Object.assign(globalThis, { __noReload: true }));
+    await expect.poll(() => unreadOf(ALICE)).toBe('2');
+    expect(await unreadOf(BOB)).toBe('1');
+    expect(await unreadOf(groupId)).toBe('1');
+    await page.locator(`button[data-chat="${groupId}"]`).getByText('Family').waitFor();
+
+    // A new incoming message shows within 2 s, without a reload.
+    const sentAt = Date.now();
+    await incoming(BOB, 'are you there?');
+    await page.locator(`button[data-chat="${BOB}"]`).getByText('are you there?').waitFor({ timeout: 2_000 });
+    expect(Date.now() - sentAt).toBeLessThan(2_000);
+    expect(await unreadOf(BOB)).toBe('2');
+
+    // Every kind of message in Alice's chat.
+    // Files on the dashboard's own origin (its CSP shows images from there): its icon as the photo.
+    await incoming(ALICE, 'our shop', { type: 'IMAGE', mediaUrl: `${server.url}/dashboard/favicon.svg` });
+    await incoming(ALICE, '', { type: 'AUDIO', mediaUrl: `${server.url}/dashboard/voice.ogg` });
+    await incoming(ALICE, '', { type: 'LOCATION', location: { latitude: -6.2, longitude: 106.8, name: 'Shop', address: 'Jl. Sudirman 1' } });
+    await incoming(ALICE, '', { type: 'CONTACT', contacts: [{ name: 'Budi', phoneNumber: '6281399998888' }] });
+    const poll = await publicApi<{ message: { id: string } }>('POST', '/messages/send', { type: 'POLL', content: 'Open on Sunday?', poll: { options: ['Yes', 'No'] }, recipients: [ALICE], deviceId });
+    await expect.poll(async () => (await publicApi<{ data: { status: string } }>('GET', `/messages/${poll.message.id}`)).data.status).not.toBe('QUEUED');
+    await incoming(ALICE, '', { vote: { messageId: poll.message.id, options: ['Yes'] } });
+    await incoming(ALICE, 'yes please', { replyTo: poll.message.id });
+    await incoming(ALICE, '', { type: 'REACTION', reaction: { messageId: poll.message.id, emoji: '👍' } });
+
+    await page.locator(`button[data-chat="${ALICE}"]`).click();
+    const log = page.getByRole('log', { name: 'Messages' });
+    await log.getByText('hi from alice').waitFor();
+    await log.getByRole('img', { name: 'our shop' }).waitFor();
+    await expect.poll(() => log.getByRole('img', { name: 'our shop' }).evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
+    expect(await log.locator('audio').count()).toBe(1);
+    expect(await log.getByRole('link', { name: 'Shop' }).getAttribute('href')).toContain('openstreetmap.org/?mlat=-6.2&mlon=106.8');
+    await log.getByText('Budi').waitFor();
+    const pollBubble = log.locator(`article[data-message="${poll.message.id}"]`);
+    await pollBubble.getByText('Open on Sunday?').waitFor();
+    await expect.poll(() => pollBubble.locator('li', { hasText: 'Yes' }).locator('.badge').textContent()).toBe('1');
+    await expect.poll(() => pollBubble.getByLabel('Reactions').textContent()).toBe('👍');
+    await log.locator('blockquote', { hasText: 'Open on Sunday?' }).waitFor();
+
+    // Opening the chat marked it read.
+    await expect.poll(() => unreadOf(ALICE)).toBe('');
+    expect((await publicApi<{ data: { unreadCount: number } }>('GET', `/chats/${ALICE}`)).data.unreadCount).toBe(0);
+
+    // A reply from the box lands in this chat.
+    await page.getByLabel('Message', { exact: true }).fill('see you at 9');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await log.locator('.bubble-out', { hasText: 'see you at 9' }).waitFor();
+    const history = await publicApi<{ data: { content: string; direction: string; to: string }[] }>('GET', `/chats/${ALICE}/messages?limit=1`);
+    expect(history.data[0]).toMatchObject({ content: 'see you at 9', direction: 'out', to: ALICE });
+
+    // Into the group chat: the reply goes to the group.
+    await page.locator(`button[data-chat="${groupId}"]`).click();
+    await log.getByText('hi all').waitFor();
+    await page.getByLabel('Message', { exact: true }).fill('hello family');
+    await page.getByLabel('Message', { exact: true }).press('Enter');
+    await log.locator('.bubble-out', { hasText: 'hello family' }).waitFor();
+    const network = await publicApi<{ data: { to: string; content: string }[] }>('GET', `/sandbox/messages?to=${DAVE}`);
+    expect(network.data.map((m) => m.content)).toContain('hello family');
+    expect(await page.evaluate(() => (globalThis as { __noReload?: boolean }).__noReload)).toBe(true);
+  }, 120_000);
+
+  it('at phone width: the list, then the conversation with a way back, no sideways scrolling, and live news', async () => {
+    screenshotOnFailure('inbox-phone');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${server.url}/dashboard/inbox`);
+    await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
+    await page.locator(`button[data-chat="${BOB}"]`).waitFor();
+    const overflow = (): Promise<number> =>
+      page.evaluate(() => {
+        const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+        return root.scrollWidth - root.clientWidth;
+      });
+    expect(await overflow()).toBeLessThanOrEqual(0);
+
+    const sentAt = Date.now();
+    await incoming(BOB, 'still there?');
+    await page.locator(`button[data-chat="${BOB}"]`).getByText('still there?').waitFor({ timeout: 2_000 });
+    expect(Date.now() - sentAt).toBeLessThan(2_000);
+
+    await page.locator(`button[data-chat="${BOB}"]`).click();
+    const log = page.getByRole('log', { name: 'Messages' });
+    await log.getByText('still there?').waitFor();
+    expect(await page.locator(`button[data-chat="${BOB}"]`).isVisible()).toBe(false);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await page.getByRole('button', { name: '← Chats' }).click();
+    await page.locator(`button[data-chat="${BOB}"]`).waitFor();
+    await expect.poll(() => unreadOf(BOB)).toBe('');
+  }, 90_000);
+});

@@ -1,0 +1,257 @@
+/**
+ * Conversations on the sandbox network, as a new user meets them (DESIGN.md section 10): chats
+ * made by traffic both ways and by group chats, unread counts and reading, a chat's history paged
+ * by keyset, sending into a group chat, number look-ups, and the unhappy paths.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatDetailJson, ChatJson } from '../src/conversations/chat-record.js';
+import { createTenant, type Tenant, type TestContext } from './helpers.js';
+import {
+  call,
+  createMessagingApp,
+  expectError,
+  expectFieldError,
+  expectOk,
+  linkDevice,
+  phone,
+  sandboxMessages,
+  sendDirect,
+  waitFor,
+  type DataBody,
+  type MessageBody,
+} from './messaging-helpers.js';
+
+let ctx: TestContext;
+
+// The app's start (migrations) and the 10,000-message history take long on a loaded machine.
+beforeAll(async () => {
+  ctx = await createMessagingApp();
+}, 180_000);
+
+afterAll(async () => {
+  await ctx?.close();
+});
+
+interface ChatList {
+  success: true;
+  data: ChatJson[];
+  meta: { total: number; totalExact: boolean; page: number; limit: number; nextCursor: string | null };
+}
+interface History {
+  success: true;
+  data: MessageBody[];
+  meta: { limit: number; nextBefore: string | null };
+}
+interface CreatedGroup {
+  id: string;
+  deviceId: string;
+  name: string;
+  members: string[];
+}
+
+const listChats = async (tenant: Tenant, query = ''): Promise<ChatList> => expectOk<ChatList>(await call(ctx, tenant, 'GET', `/chats${query}`));
+const getChat = async (tenant: Tenant, id: string, query = ''): Promise<ChatDetailJson> =>
+  expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'GET', `/chats/${encodeURIComponent(id)}${query}`)).data;
+
+async function incoming(tenant: Tenant, deviceId: string, from: string, content: string, extra: Record<string, unknown> = {}): Promise<void> {
+  expectOk(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId, from, content, ...extra }), 202);
+}
+
+async function createGroup(tenant: Tenant, deviceId: string, name: string, members: string[]): Promise<CreatedGroup> {
+  return expectOk<DataBody<CreatedGroup>>(await call(ctx, tenant, 'POST', '/sandbox/groups', { deviceId, name, members }), 201).data;
+}
+
+describe('chats from traffic', () => {
+  it('incoming messages from three people and one group make four chats with the right unread counts; reading and replying land in the right chat', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const [alice, bob, carol, dave] = [phone(), phone(), phone(), phone()];
+    const group = await createGroup(tenant, device.id, 'Family', [alice, dave]);
+    expect(group.id).toMatch(/^\d+@g\.us$/);
+    expect(group.members[0]).toBe(device.phoneNumber);
+
+    await incoming(tenant, device.id, alice, 'hi from alice');
+    await incoming(tenant, device.id, alice, 'are you there?');
+    await incoming(tenant, device.id, bob, 'hello from bob');
+    await incoming(tenant, device.id, carol, 'one');
+    await incoming(tenant, device.id, carol, 'two');
+    await incoming(tenant, device.id, carol, 'three');
+    await incoming(tenant, device.id, dave, 'hi all', { group: group.id });
+
+    const list = await waitFor(
+      async () => {
+        const body = await listChats(tenant);
+        const total = body.data.reduce((sum, chat) => sum + chat.unreadCount, 0);
+        return body.data.length === 4 && total === 7 ? body : undefined;
+      },
+      10_000,
+      'four chats with 7 unread',
+    );
+    const byId = new Map(list.data.map((chat) => [chat.id, chat]));
+    expect(byId.get(alice)).toMatchObject({ type: 'direct', phoneNumber: alice, unreadCount: 2, deviceId: device.id, participantsCount: null });
+    expect(byId.get(bob)!.unreadCount).toBe(1);
+    expect(byId.get(carol)).toMatchObject({ unreadCount: 3, lastMessage: { content: 'three', direction: 'in', from: carol, chatId: carol } });
+    expect(byId.get(group.id)).toMatchObject({ type: 'group', name: 'Family', unreadCount: 1, participantsCount: 3, phoneNumber: null });
+    expect(byId.get(group.id)!.lastMessage).toMatchObject({ content: 'hi all', from: dave, chatId: group.id });
+    // Newest activity first.
+    expect(list.data[0]!.id).toBe(group.id);
+    expect(list.meta).toMatchObject({ total: 4, page: 1, nextCursor: null });
+
+    const detail = await getChat(tenant, group.id);
+    expect(detail.participants).toEqual(
+      expect.arrayContaining([
+        { phoneNumber: device.phoneNumber, lid: null, admin: true },
+        { phoneNumber: alice, lid: null, admin: false },
+        { phoneNumber: dave, lid: null, admin: false },
+      ]),
+    );
+    expect((await getChat(tenant, alice)).participants).toBeNull();
+    expect((await listChats(tenant, '?type=group')).data.map((c) => c.id)).toEqual([group.id]);
+    expect((await listChats(tenant, `?search=${bob.slice(-6)}`)).data.map((c) => c.id)).toEqual([bob]);
+
+    // Reading: unread 0, and the listing says so.
+    const read = expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'POST', `/chats/${carol}/read`));
+    expect(read.data.unreadCount).toBe(0);
+    expect((await getChat(tenant, carol)).unreadCount).toBe(0);
+    expectOk(await call(ctx, tenant, 'POST', `/chats/${carol}/presence`, { state: 'typing' }));
+
+    // Replying from the API lands in Bob's chat, which becomes the newest.
+    const reply = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'hi bob', recipients: [`+${bob}`] });
+    expect(reply.message.chatId).toBe(bob);
+    await waitFor(async () => (await listChats(tenant)).data[0]?.lastMessage?.id === reply.message.id, 5_000, "the reply as Bob's chat's last message");
+    const bobChat = await getChat(tenant, bob);
+    expect(bobChat).toMatchObject({ unreadCount: 1, lastMessage: { id: reply.message.id, direction: 'out', to: bob } });
+    const history = expectOk<History>(await call(ctx, tenant, 'GET', `/chats/${bob}/messages`));
+    expect(history.data.map((m) => m.content)).toEqual(['hi bob', 'hello from bob']);
+    expect(history.meta.nextBefore).toBeNull();
+  });
+
+  it('a message sent into a group chat reaches every member once', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const members = [phone(), phone(), phone()];
+    const group = await createGroup(tenant, device.id, 'Team', members);
+    await waitFor(async () => (await listChats(tenant, '?type=group')).data.length === 1, 5_000, 'the group chat listed from the network');
+
+    const sent = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'hello team', chatIds: [group.id] });
+    expect(sent.message).toMatchObject({ to: group.id, chatId: group.id, status: 'SENT' });
+    const network = await sandboxMessages(ctx, tenant);
+    expect(network.data).toHaveLength(1);
+    expect(network.data[0]).toMatchObject({ to: group.id, sendCalls: 1 });
+    expect((network.data[0] as unknown as { groupMembers: string[] }).groupMembers.sort()).toEqual([...members].sort());
+    for (const member of members) {
+      const seen = await waitFor(async () => {
+        const rows = (await sandboxMessages(ctx, tenant, { to: member })).data;
+        return rows.length === 1 && rows[0]!.delivered === 1 ? rows : undefined;
+      }, 5_000, `the group message delivered for ${member}`);
+      expect(seen[0]!.delivered).toBe(1);
+    }
+    await waitFor(async () => (await getChat(tenant, group.id)).lastMessage?.id === sent.message.id, 5_000, 'the group chat shows the sent message');
+
+    // A group chat the device is not in fails at once; a chat id of the wrong shape is a 400.
+    const stranger = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'x', chatIds: ['120363000000000001@g.us'] });
+    expect(stranger.message).toMatchObject({ status: 'FAILED', error: { code: 'NOT_A_GROUP_MEMBER' } });
+    expectFieldError(await call(ctx, tenant, 'POST', '/messages/send', { type: 'TEXT', content: 'x', chatIds: ['12345'] }), 'chatIds[0]');
+  });
+});
+
+describe("a chat's history", () => {
+  it('pages back through 10,000 messages without gaps or repeats', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const peer = phone();
+    await incoming(tenant, device.id, peer, 'first');
+    await waitFor(async () => (await listChats(tenant)).data.length === 1, 5_000, 'the chat');
+    // 9,999 more, both directions, many sharing a millisecond (the id breaks ties), plus traffic of another chat between them.
+    await ctx.database.query(
+      `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, created_at)
+       SELECT 'msg_hist' || lpad(g::text, 6, '0') || substr(md5(random()::text), 1, 6), $1, $2, CASE WHEN g % 3 = 0 THEN 'out' ELSE 'in' END,
+              CASE WHEN g % 10 = 0 THEN $4 ELSE $3 END, 'TEXT', 'm' || g, 'SENT', 'NID' || g, now() - interval '1 day' + (g / 4) * interval '1 millisecond'
+         FROM generate_series(1, 11110) AS g`,
+      [tenant.accountId, device.id, peer, phone()],
+    );
+    const [{ n }] = await ctx.database.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM messages WHERE device_id = $1 AND peer = $2',
+      [device.id, peer],
+    ) as [{ n: number }];
+    expect(n).toBe(10_000);
+
+    const seen = new Set<string>();
+    let before: string | null = null;
+    let previous: { createdAt: string; id: string } | undefined;
+    let pages = 0;
+    do {
+      const query: string = `?limit=100${before ? `&before=${before}` : ''}`;
+      const page: History = expectOk<History>(await call(ctx, tenant, 'GET', `/chats/${peer}/messages${query}`));
+      for (const message of page.data) {
+        expect(seen.has(message.id), `repeated ${message.id}`).toBe(false);
+        seen.add(message.id);
+        expect(message.chatId).toBe(peer);
+        if (previous) expect([message.createdAt, message.id] < [previous.createdAt, previous.id] || message.createdAt < previous.createdAt || (message.createdAt === previous.createdAt && message.id < previous.id)).toBe(true);
+        previous = { createdAt: message.createdAt, id: message.id };
+      }
+      before = page.meta.nextBefore;
+      pages++;
+    } while (before !== null && pages < 200);
+    expect(seen.size).toBe(10_000);
+    expect(pages).toBe(100);
+    expect([...seen].at(-1)).toMatch(/^msg_hist00000/);
+
+    expectFieldError(await call(ctx, tenant, 'GET', `/chats/${peer}/messages?before=msg_nope`), 'before');
+  }, 180_000);
+});
+
+describe('number checks', () => {
+  it('answers onNetwork per number from the network, caches it, and refuses a 51st number', async () => {
+    const tenant = await createTenant(ctx);
+    const none = await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: [phone()] });
+    expectError(none, 409, 'NO_CONNECTED_DEVICE');
+    await linkDevice(ctx, tenant);
+    const on = phone();
+    const off = phone('0000');
+    const body = expectOk<DataBody<{ phoneNumber: string; onNetwork: boolean; chatId: string | null }[]>>(
+      await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: [`+${on}`, off, on] }),
+    );
+    expect(body.data).toEqual([
+      { phoneNumber: on, onNetwork: true, chatId: on },
+      { phoneNumber: off, onNetwork: false, chatId: null },
+      { phoneNumber: on, onNetwork: true, chatId: on },
+    ]);
+    const [cached] = await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM number_checks WHERE phone_number = ANY($1::text[])', [[on, off]]);
+    expect(cached!.n).toBe(2);
+    const again = expectOk<DataBody<{ onNetwork: boolean }[]>>(await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: [off] }));
+    expect(again.data[0]!.onNetwork).toBe(false);
+
+    const fifty = Array.from({ length: 50 }, () => phone());
+    expect(expectOk<DataBody<unknown[]>>(await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: fifty })).data).toHaveLength(50);
+    expectFieldError(await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: [...fifty, phone()] }), 'phoneNumbers');
+    expectFieldError(await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: ['12'] }), 'phoneNumbers[0]');
+    expectError(await call(ctx, tenant, 'POST', '/numbers/check', { phoneNumbers: [on], deviceId: 'dev_nope' }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('unhappy paths', () => {
+  it("answers 404 for unknown chats and another account's, 400 for bad ids and a missing deviceId with two devices", async () => {
+    const owner = await createTenant(ctx);
+    const device = await linkDevice(ctx, owner);
+    const peer = phone();
+    await incoming(owner, device.id, peer, 'hi');
+    await waitFor(async () => (await listChats(owner)).data.length === 1, 5_000, 'the chat');
+
+    const other = await createTenant(ctx);
+    await linkDevice(ctx, other);
+    expectError(await call(ctx, other, 'GET', `/chats/${peer}`), 404, 'NOT_FOUND');
+    expectError(await call(ctx, other, 'GET', `/chats/${peer}?deviceId=${device.id}`), 404, 'NOT_FOUND');
+    expectError(await call(ctx, other, 'GET', `/chats/${peer}/messages`), 404, 'NOT_FOUND');
+    expectError(await call(ctx, other, 'POST', `/chats/${peer}/read`), 404, 'NOT_FOUND');
+    expect((await listChats(other)).data).toEqual([]);
+    expectError(await call(ctx, owner, 'GET', `/chats/${phone()}`), 404, 'NOT_FOUND');
+    expectFieldError(await call(ctx, owner, 'GET', '/chats/not-a-chat'), 'chatId');
+    expectFieldError(await call(ctx, owner, 'POST', `/chats/${peer}/presence`, { state: 'dancing' }), 'state');
+    expectFieldError(await call(ctx, owner, 'GET', '/chats?cursor=bogus'), 'cursor');
+
+    await linkDevice(ctx, owner, { name: 'second' });
+    expectFieldError(await call(ctx, owner, 'GET', `/chats/${peer}`), 'deviceId');
+    expect((await getChat(owner, peer, `?deviceId=${device.id}`)).id).toBe(peer);
+  });
+});

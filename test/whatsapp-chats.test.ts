@@ -1,0 +1,187 @@
+/**
+ * Conversations on NETWORK=whatsapp through the API, with Baileys' socket faked
+ * (test/whatsapp/fake-socket.ts, payloads shaped as Baileys 7's types): the number's groups
+ * (groupFetchAllParticipating, groups.update → groupMetadata) as group chats with participants,
+ * group messages with the member as sender, LID-only senders whose chat becomes the number's once
+ * WhatsApp tells it (lid-mapping.update), read receipts (readMessages), presence, onWhatsApp
+ * look-ups with their cache, and sending into a group chat.
+ */
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { WhatsAppNetwork } from '../src/network/whatsapp/whatsapp-network.js';
+import { GuardedHttp } from '../src/outbound/ssrf.js';
+import { DeviceSupervisor } from '../src/devices/device-supervisor.js';
+import type { ChatDetailJson, ChatJson } from '../src/conversations/chat-record.js';
+import type { WAGroupMetadata } from '../src/network/whatsapp/types.js';
+import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
+import { send, waitFor, type DeviceBody, type MessageBody } from './messaging-helpers.js';
+import { FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
+import { realHelpers, testVersionSource } from './whatsapp/harness.js';
+
+let ctx: TestContext;
+let tenant: Tenant;
+let fake: FakeBaileys;
+let network: WhatsAppNetwork;
+let supervisor: DeviceSupervisor;
+let http: GuardedHttp;
+let socket: FakeSocket;
+let deviceId: string;
+
+const ME = '6281377700001';
+const GROUP = '120363025246125486@g.us';
+const ENV = { NETWORK: 'whatsapp', BULK_DELAY_MS: '0-0', WHATSAPP_ACK_TIMEOUT_MS: '2000', NUMBER_CHECK_INTERVAL_MS: '0', WHATSAPP_WARMUP: 'off' };
+
+/** As Baileys 7 reports a group: participants by LID with the number beside it (or by number only), admins marked. */
+const groupMetadata = (subject: string): WAGroupMetadata => ({
+  id: GROUP,
+  subject,
+  creation: 1_700_000_000,
+  participants: [
+    { id: `99${ME}@lid`, phoneNumber: `${ME}@s.whatsapp.net`, admin: 'superadmin' },
+    { id: '5550011@lid', phoneNumber: '6281377700011@s.whatsapp.net', admin: null },
+    { id: '6281377700012@s.whatsapp.net', admin: 'admin' },
+    { id: '5550013@lid', admin: null },
+  ],
+});
+
+async function api<T>(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: T }> {
+  const raw = await ctx.app.inject({ method, url, headers: tenant.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  return { status: raw.statusCode, body: json<T>(raw) };
+}
+
+const chats = async (query = ''): Promise<ChatJson[]> => (await api<{ data: ChatJson[] }>('GET', `/chats${query}`)).body.data;
+const chat = async (id: string): Promise<ChatDetailJson | undefined> => {
+  const { status, body } = await api<{ data: ChatDetailJson }>('GET', `/chats/${encodeURIComponent(id)}`);
+  return status === 200 ? body.data : undefined;
+};
+
+beforeAll(async () => {
+  ctx = await createTestApp(ENV);
+  tenant = await createTenant(ctx);
+  fake = new FakeBaileys();
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const config = loadConfig({ ...ENV, LEASE_MS: '3000' });
+  network = new WhatsAppNetwork({
+    database: ctx.database,
+    bus: ctx.services.bus,
+    log,
+    config: config.whatsapp,
+    socketFactory: fake.factory,
+    helpers: await realHelpers(),
+    version: testVersionSource(),
+    linkingBackoffMs: [50, 100],
+    flapBackoffMs: [200, 400],
+  });
+  http = new GuardedHttp(true);
+  supervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, network, http, { ...ctx.config, numberCheckIntervalMs: 0 }, log);
+  supervisor.start();
+
+  const { status, body } = await api<{ data: DeviceBody }>('POST', '/devices', { name: 'shop phone' });
+  expect(status).toBe(201);
+  deviceId = body.data.id;
+  const first = await fake.waitForSockets(1);
+  fake.script = (s) => {
+    s.groups.set(GROUP, groupMetadata('Shop team'));
+    s.open();
+  };
+  first.pairSuccess(ME);
+  socket = await fake.waitForSockets(2);
+  await waitFor(async () => (await api<{ data: DeviceBody }>('GET', `/devices/${deviceId}`)).body.data.status === 'CONNECTED', 10_000, 'CONNECTED');
+}, 180_000);
+
+afterAll(async () => {
+  await supervisor?.stop();
+  await network?.close();
+  await http?.close();
+  await ctx?.close();
+});
+
+describe('WhatsApp conversations through the API', () => {
+  it("lists the number's groups as group chats with their participants (numbers, or the LID while WhatsApp hides it)", async () => {
+    const group = await waitFor(() => chat(GROUP), 5_000, 'the group chat');
+    expect(socket.groupFetchCalls).toBe(1);
+    expect(group).toMatchObject({ type: 'group', name: 'Shop team', participantsCount: 4, unreadCount: 0, lastMessage: null });
+    expect(group.participants).toEqual([
+      { phoneNumber: ME, lid: `99${ME}@lid`, admin: true },
+      { phoneNumber: '6281377700011', lid: '5550011@lid', admin: false },
+      { phoneNumber: '6281377700012', lid: null, admin: true },
+      { phoneNumber: '5550013@lid', lid: '5550013@lid', admin: false },
+    ]);
+    // Baileys reads the session's cache when sending into the group.
+    expect((await socket.cachedGroupMetadata!(GROUP))?.subject).toBe('Shop team');
+  });
+
+  it('a group message is in the group chat, from the member (by number when known)', async () => {
+    socket.incoming([
+      {
+        key: { remoteJid: GROUP, id: 'GRP-IN-1', fromMe: false, participant: '5550011@lid', participantAlt: '6281377700011@s.whatsapp.net', addressingMode: 'lid' },
+        message: { conversation: 'meeting at 10?' },
+        messageTimestamp: Math.floor(Date.now() / 1000),
+      },
+    ]);
+    const group = await waitFor(async () => {
+      const c = await chat(GROUP);
+      return c?.unreadCount === 1 ? c : undefined;
+    }, 5_000, 'the group message');
+    expect(group.lastMessage).toMatchObject({ content: 'meeting at 10?', from: '6281377700011', fromLid: '5550011@lid', chatId: GROUP, direction: 'in' });
+  });
+
+  it("a LID-only sender's chat becomes the number's once WhatsApp maps the LID, and group members show the number", async () => {
+    socket.incoming([{ key: { remoteJid: '5550013@lid', id: 'LID-IN-1', fromMe: false, addressingMode: 'lid' }, message: { conversation: 'who am i' } }]);
+    const hidden = await waitFor(() => chat('5550013@lid'), 5_000, 'the chat under the LID');
+    expect(hidden).toMatchObject({ type: 'direct', phoneNumber: null, lid: '5550013@lid', unreadCount: 1 });
+
+    socket.emit('lid-mapping.update', { lid: '5550013@lid', pn: '6281377700013@s.whatsapp.net' });
+    const merged = await waitFor(() => chat('6281377700013'), 5_000, "the number's chat");
+    expect(merged).toMatchObject({ phoneNumber: '6281377700013', lid: '5550013@lid', unreadCount: 1, lastMessage: { content: 'who am i', from: '6281377700013', fromLid: '5550013@lid' } });
+    expect(await chat('5550013@lid')).toBeUndefined();
+    const group = await chat(GROUP);
+    expect(group!.participants![3]).toEqual({ phoneNumber: '6281377700013', lid: '5550013@lid', admin: false });
+  });
+
+  it('marking read sends read receipts (readMessages) with the keys Baileys expects; presence goes out as composing', async () => {
+    const { status, body } = await api<{ data: ChatDetailJson }>('POST', `/chats/${encodeURIComponent(GROUP)}/read`);
+    expect(status).toBe(200);
+    expect(body.data.unreadCount).toBe(0);
+    await waitFor(() => socket.reads.length > 0, 5_000, 'readMessages');
+    expect(socket.reads).toEqual([{ remoteJid: GROUP, id: 'GRP-IN-1', fromMe: false, participant: '6281377700011@s.whatsapp.net' }]);
+
+    expect((await api('POST', '/chats/6281377700013/presence', { state: 'typing' })).status).toBe(200);
+    await waitFor(() => socket.presences.length >= 2, 5_000, 'presence');
+    expect(socket.presences).toEqual([
+      { type: 'subscribe', jid: '6281377700013@s.whatsapp.net' },
+      { type: 'composing', jid: '6281377700013@s.whatsapp.net' },
+    ]);
+  });
+
+  it('checks numbers with onWhatsApp, once per number (cached), and sends into a group chat by its id', async () => {
+    socket.notOnWhatsApp.add('6281377700099');
+    const calls = socket.onWhatsAppCalls;
+    const first = await api<{ data: { phoneNumber: string; onNetwork: boolean; chatId: string | null }[] }>('POST', '/numbers/check', {
+      phoneNumbers: ['6281377700098', '+62 813-7770-0099'],
+    });
+    expect(first.status).toBe(200);
+    expect(first.body.data).toEqual([
+      { phoneNumber: '6281377700098', onNetwork: true, chatId: '6281377700098' },
+      { phoneNumber: '6281377700099', onNetwork: false, chatId: null },
+    ]);
+    expect(socket.onWhatsAppCalls).toBe(calls + 1);
+    await api('POST', '/numbers/check', { phoneNumbers: ['6281377700099'] });
+    expect(socket.onWhatsAppCalls).toBe(calls + 1);
+
+    const response = await send(ctx, tenant, { type: 'TEXT', content: 'see you at 10', chatIds: [GROUP], deviceId });
+    expect(response.statusCode, response.body).toBe(200);
+    expect(json<{ message: MessageBody }>(response).message).toMatchObject({ to: GROUP, chatId: GROUP, status: 'SENT' });
+    expect(socket.sent.at(-1)).toMatchObject({ jid: GROUP, content: { text: 'see you at 10' } });
+    await waitFor(async () => (await chat(GROUP))?.lastMessage?.content === 'see you at 10', 5_000, 'the group chat shows the sent message');
+  });
+
+  it('a groups.update asks groupMetadata again and renames the chat', async () => {
+    socket.groups.set(GROUP, groupMetadata('Shop team (new)'));
+    socket.emit('groups.update', [{ id: GROUP, subject: 'Shop team (new)' }]);
+    await waitFor(async () => (await chat(GROUP))?.name === 'Shop team (new)', 5_000, 'the renamed group');
+    expect(socket.groupMetadataCalls).toBe(1);
+    expect((await chats('?type=group')).map((c) => c.name)).toEqual(['Shop team (new)']);
+  });
+});
