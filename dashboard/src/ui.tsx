@@ -73,6 +73,10 @@ const STATUS_TONES: Record<string, string> = {
   EXPIRED: 'bad',
   CANCELLED: 'neutral',
   INACTIVE: 'neutral',
+  HEALTHY: 'good',
+  FAILING: 'bad',
+  DISABLED: 'neutral',
+  NO_ATTEMPTS: 'wait',
 };
 
 export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
