@@ -93,12 +93,19 @@ function DeviceCard({ device }: { device: Device }) {
       <ErrorBox error={reconnect.error} />
       <div className="row card-actions">
         {device.status === 'DISCONNECTED' || device.status === 'LOGGED_OUT' ? (
-          <button type="button" className="button secondary small" disabled={reconnect.isPending} onClick={() => reconnect.mutate()}>
+          <button
+            type="button"
+            className="button secondary small"
+            disabled={reconnect.isPending}
+            onClick={() => reconnect.mutate()}
+            aria-label={`${device.status === 'LOGGED_OUT' ? 'Link again' : 'Reconnect now'}: ${device.name}`}
+          >
             {device.status === 'LOGGED_OUT' ? 'Link again' : 'Reconnect now'}
           </button>
         ) : null}
         <ConfirmButton
           label="Remove"
+          accessibleName={`Remove device ${device.name}`}
           title={`Remove ${device.name}?`}
           message={<p>The number is unlinked. Its messages stay in the history; messages still waiting to go out from it fail and are refunded.</p>}
           confirmLabel="Remove device"

@@ -161,6 +161,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
         </button>
         <ConfirmButton
           label="Delete"
+          accessibleName={`Delete endpoint ${webhook.url}`}
           title="Delete this endpoint?"
           message={<p>No more events are sent to {webhook.url}. Its delivery log goes with it.</p>}
           confirmLabel="Delete endpoint"
@@ -223,11 +224,11 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
                 const last = delivery.lastAttempts[0];
                 return (
                   <tr key={delivery.id} data-testid="delivery-row">
-                    <td>
+                    <td data-label="Event">
                       <code>{delivery.eventType}</code>
                       <div className="small muted">#{delivery.eventSeq}</div>
                     </td>
-                    <td>
+                    <td data-label="Status">
                       <StatusBadge status={delivery.status} />
                       {delivery.status === 'PENDING' && delivery.nextAttemptAt ? (
                         <div className="small muted">
@@ -235,12 +236,12 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
                         </div>
                       ) : null}
                     </td>
-                    <td>{delivery.attempts}</td>
-                    <td className="small">
+                    <td data-label="Attempts">{delivery.attempts}</td>
+                    <td data-label="Last answer" className="small">
                       {delivery.lastStatusCode !== null ? `HTTP ${delivery.lastStatusCode}` : delivery.lastError ?? '—'}
                       {last ? <span className="muted"> · {last.latencyMs} ms</span> : null}
                     </td>
-                    <td className="nowrap">
+                    <td data-label="Created" className="nowrap">
                       <Time value={delivery.createdAt} />
                     </td>
                     <td>
