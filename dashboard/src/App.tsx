@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import { Navigate, NavLink, Outlet, Route, Routes, useLocation } from 'react-router';
 import { api } from './api';
 import { LiveProvider, useLive } from './live';
@@ -12,11 +12,13 @@ import { ContactsPage } from './pages/ContactsPage';
 import { DevicesPage } from './pages/DevicesPage';
 import { GroupsPage } from './pages/GroupsPage';
 import { MessagesPage } from './pages/MessagesPage';
-import { OverviewPage } from './pages/OverviewPage';
 import { PlanPage } from './pages/PlanPage';
-import { SendPage } from './pages/SendPage';
 import { ApiAccessPage } from './pages/ApiAccessPage';
 import { WebhooksPage } from './pages/WebhooksPage';
+
+// The two pages with heavy libraries (uPlot; libphonenumber-js) load when first opened.
+const OverviewPage = lazy(() => import('./pages/OverviewPage').then((module) => ({ default: module.OverviewPage })));
+const SendPage = lazy(() => import('./pages/SendPage').then((module) => ({ default: module.SendPage })));
 
 /** The home page, where log-in and unknown paths lead. */
 const HOME = '/overview';
@@ -154,7 +156,9 @@ function Shell({ session }: { session: SessionState }) {
         </nav>
         <main id="main" className="content">
           <UnreachableBanner />
-          <Outlet />
+          <Suspense fallback={<Loading what="the page" />}>
+            <Outlet />
+          </Suspense>
         </main>
       </div>
       <LiveAnnouncer />
