@@ -68,7 +68,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
 
     // Sign up: a fresh install's first user, sent from the root straight to the sign-up page; the Overview is home.
     await page.goto(server.url);
-    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/signup');
+    await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe('/dashboard/signup');
     await page.getByLabel('Email').fill(EMAIL);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByLabel('Password').press('Enter');
@@ -176,7 +176,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByRole('heading', { level: 1, name: 'Log in' }).waitFor();
     await page.goto(`${server.url}/dashboard/devices`);
-    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/login');
+    await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe('/dashboard/login');
 
     // A wrong password gets the server's message in an alert; the right one goes back where the visitor was going.
     await page.getByLabel('Email').fill(EMAIL);

@@ -107,7 +107,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   it('a fresh install lands on Sign up; the Overview is home; Send is disabled with a link while no device is linked', async () => {
     screenshotOnFailure('17-signup');
     await page.goto(`${server.url}/dashboard/`);
-    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/signup');
+    await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe('/dashboard/signup');
     await page.getByLabel('Email').fill('owner@example.test');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Create account' }).click();
@@ -370,7 +370,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
     let closed = false;
     try {
       await page.goto(`${doomed.url}/dashboard/`);
-      await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/signup');
+      await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe('/dashboard/signup');
       await page.getByLabel('Email').fill('gone@example.test');
       await page.getByLabel('Password').fill(PASSWORD);
       await page.getByRole('button', { name: 'Create account' }).click();
