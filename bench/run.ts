@@ -39,6 +39,10 @@ const BENCHMARKS: Record<string, Benchmark> = {
     description: 'direct sends against a bare INSERT route, 1,000 scheduled messages, a 100,000-recipient bulk job (rate, RSS)',
     load: () => import('./messaging.js'),
   },
+  overview: {
+    description: 'GET /account/overview at 1,000,000 messages in one account: p95 of 7, 30 and 90 days, figures checked against the messages table',
+    load: () => import('./overview.js'),
+  },
   scale: {
     description: 'many numbers: 1,000 sandbox devices across 2 worker processes (split, takeover, rejoin), RSS per device, paced bulk lateness',
     load: () => import('./scale.js'),

@@ -2,7 +2,7 @@
  * `npm run screenshots`: starts Waygate on an in-memory database with the sandbox network, signs
  * up in Chromium, fills the account with sample data (through the public API, as a user's
  * software would), and saves a screenshot of every dashboard page at desktop (1280×800) and
- * phone (390×844) width into docs/screenshots/.
+ * phone (390×844) width into docs/screenshots/, and the Overview in dark mode too.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
     await page.getByLabel('Email').fill('owner@shop.example');
     await page.getByLabel('Password').fill('a long enough password');
     await page.getByRole('button', { name: 'Create account' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Devices' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
 
     const seeded = await seed(server.url, page, receiver.url);
 
@@ -81,6 +81,20 @@ async function main(): Promise<void> {
         await shoot(page, `${name}-${width}`);
       }
     }
+    // The Overview (home) once the samples went out, in light and in dark mode.
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const [width, viewport] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+        await page.setViewportSize(viewport);
+        await page.goto(`${server.url}/dashboard/overview`);
+        await page.getByTestId('overview-sent').waitFor();
+        await page.locator('.chart canvas').first().waitFor();
+        await page.waitForLoadState('networkidle').catch(() => undefined);
+        await shoot(page, `overview${scheme === 'dark' ? '-dark' : ''}-${width}`);
+      }
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+
     // The token panel as it looks right after Create New Token.
     await page.setViewportSize(DESKTOP);
     await page.goto(`${server.url}/dashboard/settings/api-access`);

@@ -39,6 +39,7 @@ import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
+import { OverviewService } from './messaging/overview-service.js';
 
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCount = 0;
@@ -58,6 +59,7 @@ export interface Services {
   events: EventService;
   webhooks: WebhookService;
   conversations: ConversationService;
+  overview: OverviewService;
   /** The sandbox network's world, when NETWORK=sandbox (its test helpers need it). */
   sandbox: SandboxWorld | undefined;
   close(): Promise<void>;
@@ -75,19 +77,22 @@ export function createServices(database: Database, config: Config, options: Serv
   // Checks the URLs of webhook endpoints when they are stored (the delivery worker has its own client).
   const http = new GuardedHttp(config.allowPrivateUrls);
   const lister = new Lister(database, config.listingCountCap);
+  const devices = new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' });
+  const webhooks = new WebhookService(database, http, lister, bus);
   return {
     bus,
     accounts: new AccountService(database),
     tokens: new TokenService(database, bus),
     contacts: new ContactService(database),
     groups: new GroupService(database),
-    devices: new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' }),
+    devices,
     messages: new MessageService(database, acks, config.sendWaitMs, lister, dispatcher),
     bulkJobs: new BulkJobService(database, lister),
     idempotency: new IdempotencyService(database),
     events: new EventService(database),
-    webhooks: new WebhookService(database, http, lister, bus),
+    webhooks,
     conversations: new ConversationService(database, bus, config.listingCountCap),
+    overview: new OverviewService(database, config, devices, webhooks),
     sandbox: config.network === 'sandbox' ? createSandboxWorld(config, database, bus) : undefined,
     async close() {
       acks.close();

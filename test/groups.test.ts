@@ -277,6 +277,21 @@ for (const prefix of ['', '/v1']) {
     });
 
     describe('membership', () => {
+      it('?contactIds= lists only those of the named contacts that are members (unknown and other accounts\' ids just do not match)', async () => {
+        const tenant = await createTenant(ctx);
+        const [a, b, c] = await createContacts(tenant, 3);
+        const group = await createGroup(tenant, 'Some', [a!.id, c!.id]);
+        const other = await createTenant(ctx);
+        const [foreign] = await createContacts(other, 1);
+        const found = await members(tenant, group.id, `?contactIds=${[a!.id, b!.id, c!.id, foreign!.id, 'ct_unknown'].join(',')}`);
+        expect(found.data.map((m) => m.id).sort()).toEqual([a!.id, c!.id].sort());
+        expect(found.meta.total).toBe(2);
+        expect((await members(tenant, group.id, `?contactIds=${b!.id}`)).data).toEqual([]);
+        const tooMany = Array.from({ length: 101 }, (_, i) => `ct_${i}`).join(',');
+        const refused = expectError(await request(tenant, 'GET', `/groups/${group.id}/contacts?contactIds=${tooMany}`), 400, 'VALIDATION_ERROR');
+        expect(fieldErrors(refused).map((d) => d.field)).toContain('contactIds');
+      });
+
       it('lists members paginated, most recently added first, as contact records with addedAt', async () => {
         const tenant = await createTenant(ctx);
         const contacts = await createContacts(tenant, 5);

@@ -277,6 +277,52 @@ describe('webhook delivery', () => {
     }
   });
 
+  it('keeps each endpoint health: failures since the last success, the last success and failure; FAILING until a success, DISABLED after a 410', async () => {
+    let answer = 500;
+    const hook = await receiver(() => ({ status: answer }));
+    const gone = await receiver(() => ({ status: 410 }));
+    try {
+      const tenant = await createTenant(ctx);
+      const endpoint = await createEndpoint(ctx, tenant, hook.url);
+      const health = async (id: string) => expectOk<DataBody<{ active: boolean; health: { state: string; consecutiveFailures: number; lastSuccessAt: string | null; lastFailureAt: string | null } }>>(
+        await call(ctx, tenant, 'GET', `/webhooks/${id}`),
+      ).data;
+      expect((await health(endpoint.id)).health).toEqual({ state: 'NO_ATTEMPTS', consecutiveFailures: 0, lastSuccessAt: null, lastFailureAt: null });
+      // Every attempt fails: three attempts of the schedule, all counted.
+      await sendTestEvent(ctx, tenant, endpoint.id);
+      const failing = await waitFor(async () => {
+        const found = await health(endpoint.id);
+        return found.health.consecutiveFailures === 3 ? found : undefined;
+      }, 10_000, 'three failed attempts counted');
+      expect(failing.health.state).toBe('FAILING');
+      expect(failing.health.lastSuccessAt).toBeNull();
+      expect(failing.health.lastFailureAt).not.toBeNull();
+      // One success resets the count.
+      answer = 204;
+      await sendTestEvent(ctx, tenant, endpoint.id);
+      const healthy = await waitFor(async () => {
+        const found = await health(endpoint.id);
+        return found.health.state === 'HEALTHY' ? found : undefined;
+      }, 10_000, 'a successful attempt');
+      expect(healthy.health.consecutiveFailures).toBe(0);
+      expect(Date.parse(healthy.health.lastSuccessAt!)).toBeGreaterThanOrEqual(Date.parse(failing.health.lastFailureAt!));
+      // The listing shows the same.
+      const listed = expectOk<PageBody<{ id: string; health: { state: string } }>>(await call(ctx, tenant, 'GET', '/webhooks')).data.find((item) => item.id === endpoint.id);
+      expect(listed?.health.state).toBe('HEALTHY');
+      // A 410 turns the endpoint off: DISABLED, with its failure counted.
+      const goneEndpoint = await createEndpoint(ctx, tenant, gone.url);
+      await sendTestEvent(ctx, tenant, goneEndpoint.id);
+      const disabled = await waitFor(async () => {
+        const found = await health(goneEndpoint.id);
+        return found.active ? undefined : found;
+      }, 10_000, 'the endpoint turned off');
+      expect(disabled.health).toMatchObject({ state: 'DISABLED', consecutiveFailures: 1 });
+    } finally {
+      await hook.close();
+      await gone.close();
+    }
+  });
+
   it('does not follow a redirect (to the cloud metadata address here): a 302 is a failed attempt, retried, never followed', async () => {
     const target = await receiver();
     const hook = await receiver((_request, count) =>

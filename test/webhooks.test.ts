@@ -56,7 +56,7 @@ interface TestEventBody {
 /** A public address literal: accepted without DNS (no worker runs here, so nothing is sent to it). */
 const PUBLIC_URL = 'https://1.1.1.1/hooks/waygate';
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
-const WEBHOOK_KEYS = ['active', 'createdAt', 'description', 'disabledReason', 'events', 'id', 'updatedAt', 'url'];
+const WEBHOOK_KEYS = ['active', 'createdAt', 'description', 'disabledReason', 'events', 'health', 'id', 'updatedAt', 'url'];
 
 let ctx: TestContext;
 beforeAll(async () => {

@@ -1,9 +1,10 @@
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import { Navigate, NavLink, Outlet, Route, Routes, useLocation } from 'react-router';
 import { api } from './api';
 import { LiveProvider, useLive } from './live';
 import { useRedirectWhenSignedOut, useSession, useSetSession } from './session';
 import type { SessionState } from './types';
+import { useTheme, type ThemeChoice } from './theme';
 import { Loading } from './ui';
 import { AuthPage } from './pages/AuthPage';
 import { BulkJobsPage } from './pages/BulkJobsPage';
@@ -13,11 +14,18 @@ import { GroupsPage } from './pages/GroupsPage';
 import { InboxPage } from './pages/InboxPage';
 import { MessagesPage } from './pages/MessagesPage';
 import { PlanPage } from './pages/PlanPage';
-import { SendPage } from './pages/SendPage';
 import { ApiAccessPage } from './pages/ApiAccessPage';
 import { WebhooksPage } from './pages/WebhooksPage';
 
+// The two pages with heavy libraries (uPlot; libphonenumber-js) load when first opened.
+const OverviewPage = lazy(() => import('./pages/OverviewPage').then((module) => ({ default: module.OverviewPage })));
+const SendPage = lazy(() => import('./pages/SendPage').then((module) => ({ default: module.SendPage })));
+
+/** The home page, where log-in and unknown paths lead. */
+const HOME = '/overview';
+
 const NAV = [
+  { to: '/overview', label: 'Overview' },
   { to: '/devices', label: 'Devices' },
   { to: '/inbox', label: 'Inbox' },
   { to: '/send', label: 'Send' },
@@ -38,10 +46,11 @@ export function App() {
   const signedIn = state?.authenticated === true;
   return (
     <Routes>
-      <Route path="/login" element={signedIn ? <AfterLogin /> : <AuthPage mode="login" />} />
+      <Route path="/login" element={signedIn ? <AfterLogin /> : state?.freshInstall ? <ToSignup /> : <AuthPage mode="login" />} />
       <Route path="/signup" element={signedIn ? <AfterLogin /> : <AuthPage mode="signup" />} />
-      <Route element={signedIn ? <Shell session={state!} /> : <ToLogin />}>
-        <Route index element={<Navigate to="/devices" replace />} />
+      <Route element={signedIn ? <Shell session={state!} /> : <ToLogin freshInstall={state?.freshInstall === true} />}>
+        <Route index element={<Navigate to={HOME} replace />} />
+        <Route path="overview" element={<OverviewPage />} />
         <Route path="devices" element={<DevicesPage />} />
         <Route path="inbox" element={<InboxPage />} />
         <Route path="send" element={<SendPage />} />
@@ -60,17 +69,23 @@ export function App() {
   );
 }
 
-/** After log-in: where the visitor was going (only a dashboard path), else Devices. */
+/** After log-in: where the visitor was going (only a dashboard path), else the Overview. */
 function AfterLogin() {
   const next = new URLSearchParams(useLocation().search).get('next');
-  const target = next && /^\/dashboard\/[\w\-/]*$/.test(next) && !next.startsWith('/dashboard/login') ? next.slice('/dashboard'.length) : '/devices';
+  const target = next && /^\/dashboard\/[\w\-/]*$/.test(next) && !next.startsWith('/dashboard/login') ? next.slice('/dashboard'.length) : HOME;
   return <Navigate to={target} replace />;
 }
 
-function ToLogin() {
+/** A fresh install has no one to log in: its first visitor signs up (keeping where they were going). */
+function ToSignup() {
+  return <Navigate to={`/signup${useLocation().search}`} replace />;
+}
+
+/** Signed out: to Log in, or to Sign up on a fresh install (no user yet: whoever comes first sets it up). */
+function ToLogin({ freshInstall }: { freshInstall: boolean }) {
   const location = useLocation();
   const next = location.pathname === '/' ? '' : `?next=${encodeURIComponent(`/dashboard${location.pathname}`)}`;
-  return <Navigate to={`/login${next}`} replace />;
+  return <Navigate to={`${freshInstall ? '/signup' : '/login'}${next}`} replace />;
 }
 
 function NotFound() {
@@ -78,7 +93,7 @@ function NotFound() {
     <section>
       <h1>Page not found</h1>
       <p>
-        There is no page here. <NavLink to="/devices">Go to Devices</NavLink>.
+        There is no page here. <NavLink to={HOME}>Go to the Overview</NavLink>.
       </p>
     </section>
   );
@@ -103,7 +118,7 @@ function Shell({ session }: { session: SessionState }) {
       </a>
       <div className="shell">
         <header className="topbar">
-          <NavLink to="/devices" className="brand" aria-label="Waygate home">
+          <NavLink to={HOME} className="brand" aria-label="Waygate home">
             <svg viewBox="0 0 32 32" width="28" height="28" aria-hidden="true">
               <rect width="32" height="32" rx="7" fill="currentColor" />
               <path d="M7 10l4 13 5-9 5 9 4-13" fill="none" stroke="#fff" strokeWidth="3" strokeLinecap="round" strokeLinejoin="round" />
@@ -130,6 +145,10 @@ function Shell({ session }: { session: SessionState }) {
             ))}
           </ul>
           <div className="sidebar-footer">
+            <a href="/docs" className="small" target="_blank" rel="noopener">
+              API reference <span className="visually-hidden">(opens in a new tab)</span>
+            </a>
+            <ThemeSwitch />
             <div className="small muted" title={session.user?.email}>
               Signed in as <strong>{session.user?.email}</strong>
             </div>
@@ -139,11 +158,49 @@ function Shell({ session }: { session: SessionState }) {
           </div>
         </nav>
         <main id="main" className="content">
-          <Outlet />
+          <UnreachableBanner />
+          <Suspense fallback={<Loading what="the page" />}>
+            <Outlet />
+          </Suspense>
         </main>
       </div>
       <LiveAnnouncer />
     </LiveProvider>
+  );
+}
+
+const THEMES: Array<[ThemeChoice, string]> = [
+  ['system', 'System'],
+  ['light', 'Light'],
+  ['dark', 'Dark'],
+];
+
+/** Light, dark, or the system's choice; kept in this browser. */
+function ThemeSwitch() {
+  const [theme, setTheme] = useTheme();
+  return (
+    <label className="small theme-switch">
+      Theme{' '}
+      <select value={theme} onChange={(event) => setTheme(event.target.value as ThemeChoice)}>
+        {THEMES.map(([value, label]) => (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** Shown while the server does not answer: what the pages show may be out of date. */
+function UnreachableBanner() {
+  const { unreachable } = useLive();
+  if (!unreachable) return null;
+  return (
+    <div className="alert alert-error banner" role="alert" data-testid="unreachable-banner">
+      <strong>Waygate cannot be reached.</strong> What you see may be out of date, and changes cannot be saved. This page reconnects by itself when the
+      server is back.
+    </div>
   );
 }
 

@@ -5,6 +5,9 @@ import { BrowserRouter } from 'react-router';
 import { ApiError } from './api';
 import { App } from './App';
 import './styles.css';
+import { applyTheme } from './theme';
+
+applyTheme();
 
 const client = new QueryClient({
   defaultOptions: {

@@ -98,15 +98,10 @@ export interface SendResult {
   totalContacts?: number;
 }
 
-export interface Webhook {
-  id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  active: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-}
+/** Webhook endpoints as the API writes them, with their health: the server's one definition (type-only). */
+export type { WebhookJson as Webhook, WebhookHealthState } from '../../src/events/webhook-record';
+/** GET /account/overview (type-only). */
+export type { OverviewJson as Overview } from '../../src/messaging/overview-record';
 export interface WebhookAttempt {
   statusCode: number | null;
   latencyMs: number;

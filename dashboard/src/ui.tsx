@@ -73,6 +73,10 @@ const STATUS_TONES: Record<string, string> = {
   EXPIRED: 'bad',
   CANCELLED: 'neutral',
   INACTIVE: 'neutral',
+  HEALTHY: 'good',
+  FAILING: 'bad',
+  DISABLED: 'neutral',
+  NO_ATTEMPTS: 'wait',
 };
 
 export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
@@ -135,8 +139,11 @@ export function ConfirmButton({
   onConfirm,
   className = 'button danger small',
   disabled,
+  accessibleName,
 }: {
   label: string;
+  /** The button's name for assistive technology when `label` alone repeats on every row (e.g. "Delete contact Ana"). */
+  accessibleName?: string;
   title: string;
   message: ReactNode;
   confirmLabel: string;
@@ -162,7 +169,7 @@ export function ConfirmButton({
   };
   return (
     <>
-      <button type="button" className={className} disabled={disabled} onClick={() => dialog.current?.showModal()}>
+      <button type="button" className={className} disabled={disabled} aria-label={accessibleName} onClick={() => dialog.current?.showModal()}>
         {label}
       </button>
       <dialog ref={dialog} aria-labelledby={titleId} className="dialog">

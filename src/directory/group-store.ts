@@ -77,3 +77,14 @@ export async function listMembers(db: Queryable, groupId: string, limit: number,
     [groupId, limit, offset],
   );
 }
+
+/** Which of these contacts are members of the group, most recently added first. */
+export async function membersAmong(db: Queryable, groupId: string, contactIds: string[]): Promise<(Contact & { addedAt: Date })[]> {
+  return db.query<Contact & { addedAt: Date }>(
+    `SELECT c.id, c.name, c.phone_number AS "phoneNumber", c.created_at AS "createdAt", c.updated_at AS "updatedAt", m.added_at AS "addedAt"
+       FROM group_members m JOIN contacts c ON c.id = m.contact_id
+      WHERE m.group_id = $1 AND m.contact_id = ANY($2::text[]) ORDER BY m.added_at DESC NULLS LAST, m.contact_id DESC NULLS LAST`,
+    [groupId, contactIds],
+  );
+}
+

@@ -78,8 +78,16 @@ export class GroupService {
     return this.get(accountId, groupId);
   }
 
-  async members(accountId: string, groupId: string, options: { page: number; limit: number }): Promise<Page<GroupMember>> {
+  /** A page of the members; with `among`, only those of these contacts that are members (all on one page). */
+  async members(accountId: string, groupId: string, options: { page: number; limit: number; among?: string[] | undefined }): Promise<Page<GroupMember>> {
     const group = await this.get(accountId, groupId);
+    if (options.among !== undefined) {
+      if (options.among.length > MAX_PAGE_SIZE) {
+        throw new AppError('VALIDATION_ERROR', `At most ${MAX_PAGE_SIZE} contactIds`, [{ field: 'contactIds', message: `must name at most ${MAX_PAGE_SIZE} contacts` }]);
+      }
+      const data = await store.membersAmong(this.database, groupId, options.among);
+      return { data, meta: { total: data.length, page: 1, limit: MAX_PAGE_SIZE } };
+    }
     const limit = Math.min(options.limit, MAX_PAGE_SIZE);
     const data = await store.listMembers(this.database, groupId, limit, (options.page - 1) * limit);
     return { data, meta: { total: group.contactsCount, page: options.page, limit } };

@@ -7,19 +7,9 @@
 import type { Database, Queryable } from '../platform/database.js';
 import { AppError } from '../platform/errors.js';
 
-export const EVENT_TYPES = [
-  'message.received',
-  'message.status',
-  'message.reaction',
-  'message.edited',
-  'message.deleted',
-  'poll.vote',
-  'device.status',
-  'bulk_job.completed',
-  'bulk_job.cancelled',
-  'webhook.test',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+import { EVENT_TYPES, type EventType } from './event-types.js';
+
+export { EVENT_TYPES, type EventType };
 
 export interface EventRecord {
   id: string;

@@ -19,14 +19,15 @@ import { newWebhookSecret } from '../outbound/standard-webhooks.js';
 import { UnsafeUrlError, type GuardedHttp } from '../outbound/ssrf.js';
 import type { Page } from '../directory/contacts.js';
 import { MAX_PAGE_SIZE } from '../directory/contacts.js';
-import { appendTestEvent, EVENT_TYPES, type EventType } from './event-store.js';
+import { appendTestEvent, type EventType } from './event-store.js';
 import * as store from './webhook-store.js';
+import { healthState, type WebhookEndpoint } from './webhook-record.js';
+import { SUBSCRIBABLE_EVENT_TYPES, type SubscribableEventType } from './event-types.js';
 import type { AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow, SecretRow } from './webhook-store.js';
 import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
 
-/** The event types an endpoint can subscribe to (test events go only to the endpoint tested). */
-export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type): type is Exclude<EventType, 'webhook.test'> => type !== 'webhook.test');
-export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
+export { SUBSCRIBABLE_EVENT_TYPES, type SubscribableEventType } from './event-types.js';
+export type { WebhookEndpoint } from './webhook-record.js';
 
 export { DELIVERY_STATUSES, type DeliveryStatus } from './webhook-store.js';
 
@@ -37,19 +38,6 @@ const LAST_ATTEMPTS = 5;
 export const MAX_URL_LENGTH = 2048;
 export const MAX_DESCRIPTION_LENGTH = 500;
 export const TEST_EVENT_MESSAGE = 'This is a test event from Waygate';
-
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  description: string | null;
-  /** Subscribed types; empty means every type. */
-  events: SubscribableEventType[];
-  active: boolean;
-  /** Why Waygate turned the endpoint off (it answered 410), if it did. */
-  disabledReason: string | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
 
 export interface WebhookSecret {
   secret: string;
@@ -99,6 +87,12 @@ const toEndpoint = (r: EndpointRow): WebhookEndpoint => ({
   events: r.events as SubscribableEventType[],
   active: r.active,
   disabledReason: r.disabled_reason,
+  health: {
+    state: healthState(r.active, r.consecutive_failures, r.last_success_at),
+    consecutiveFailures: r.consecutive_failures,
+    lastSuccessAt: r.last_success_at,
+    lastFailureAt: r.last_failure_at,
+  },
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });

@@ -28,6 +28,9 @@ export interface EndpointRow {
   events: string[];
   active: boolean;
   disabled_reason: string | null;
+  consecutive_failures: number;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -102,7 +105,7 @@ export interface EndpointChanges {
   active?: boolean | undefined;
 }
 
-const ENDPOINT_COLUMNS = 'id, account_id, url, description, events, active, disabled_reason, created_at, updated_at';
+const ENDPOINT_COLUMNS = 'id, account_id, url, description, events, active, disabled_reason, consecutive_failures, last_success_at, last_failure_at, created_at, updated_at';
 const DELIVERY_COLUMNS = `d.id, d.event_id, e.type AS event_type, e.seq AS event_seq, d.status, d.attempts, d.next_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.delivered_at`;
 /** Drops the worker's lease; part of every write that takes a delivery out of a worker's hands. */
@@ -347,7 +350,9 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
 
 /**
  * Records a batch of outcomes in one statement: each delivery's new state (only while this worker
- * still holds its claim), its attempt, and the endpoints turned off by a 410 Gone.
+ * still holds its claim), its attempt, and each endpoint's health (failed attempts since the last
+ * success, the last success and failure), turning off those that answered 410 Gone. The endpoint
+ * rows are locked in id order, so batches recorded at once by several workers never deadlock.
  */
 export async function recordOutcomes(db: Queryable, workerId: string, batch: OutcomeRecord[]): Promise<void> {
   await db.query(
@@ -360,15 +365,36 @@ export async function recordOutcomes(db: Queryable, workerId: string, batch: Out
               delivered_at = CASE WHEN o.status = 'SUCCEEDED' THEN o.attempted_at ELSE d.delivered_at END,
               ${CLEAR_CLAIM}
          FROM o WHERE d.id = o.id AND d.claimed_by = $10
-       RETURNING d.id),
+       RETURNING d.id, d.endpoint_id),
      attempts AS (
        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
        SELECT o.id, o.attempted_at, o.status_code, o.latency_ms, o.excerpt, o.error FROM o JOIN upd ON upd.id = o.id
        RETURNING 1),
-     gone AS (
-       UPDATE webhook_endpoints SET active = false, disabled_reason = 'The endpoint answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), updated_at = now()
-        WHERE id = ANY($11::text[]) AND active
-       RETURNING id)
+     tried AS (SELECT upd.endpoint_id, o.status, o.attempted_at FROM o JOIN upd ON upd.id = o.id),
+     latest AS (
+       SELECT endpoint_id, max(attempted_at) FILTER (WHERE status = 'SUCCEEDED') AS success_at, max(attempted_at) FILTER (WHERE status <> 'SUCCEEDED') AS failure_at
+         FROM tried GROUP BY endpoint_id),
+     health AS (
+       SELECT l.*, (SELECT count(*)::int FROM tried t WHERE t.endpoint_id = l.endpoint_id AND t.status <> 'SUCCEEDED' AND (l.success_at IS NULL OR t.attempted_at > l.success_at)) AS failures_after
+         FROM latest l),
+     locked AS (
+       SELECT w.id FROM webhook_endpoints w
+        WHERE w.id IN (SELECT endpoint_id FROM health) OR w.id = ANY($11::text[])
+        ORDER BY w.id FOR NO KEY UPDATE),
+     endpoints AS (
+       UPDATE webhook_endpoints w
+          SET consecutive_failures = CASE WHEN h.endpoint_id IS NULL THEN w.consecutive_failures
+                                          WHEN h.success_at IS NULL THEN w.consecutive_failures + h.failures_after ELSE h.failures_after END,
+              last_success_at = GREATEST(w.last_success_at, h.success_at),
+              last_failure_at = GREATEST(w.last_failure_at, h.failure_at),
+              active = w.active AND w.id <> ALL($11::text[]),
+              disabled_reason = CASE WHEN w.active AND w.id = ANY($11::text[])
+                                     THEN 'The endpoint answered 410 Gone at ' || to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                                     ELSE w.disabled_reason END,
+              updated_at = CASE WHEN w.active AND w.id = ANY($11::text[]) THEN now() ELSE w.updated_at END
+         FROM locked k LEFT JOIN health h ON h.endpoint_id = k.id
+        WHERE w.id = k.id
+       RETURNING w.id)
      SELECT (SELECT count(*) FROM upd) AS updated`,
     [
       batch.map((o) => o.id),

@@ -19,6 +19,7 @@ import { START_JOBS_SQL } from './job-store.js';
 import { messageTransitions } from '../platform/metrics.js';
 import { REFUND_SQL } from './quota-store.js';
 import { CHAT_OF_INCOMING_SQL } from '../conversations/chat-store.js';
+import { COUNT_INTO_DAYS_SQL } from './message-days.js';
 
 /** A message claimed for sending, as the device runner hands it to the network. */
 export interface ClaimedMessage {
@@ -278,7 +279,7 @@ export interface IncomingMessage {
 }
 
 /**
- * Stores an incoming message with its message.received event, in one statement; false for a
+ * Stores an incoming message with its message.received event and the day's count, in one statement; false for a
  * redelivery. A quote's and a reaction's network ids become the ids of our messages of the device
  * (null when we do not know the message). A STORED file written under the message's id becomes
  * visible in the same statement.
@@ -307,7 +308,9 @@ export async function storeIncoming(db: Queryable, deviceId: string, incoming: I
                 'messageId', event_data->'reaction'->'messageId', 'deviceId', event_data->'deviceId', 'from', event_data->'from',
                 'fromLid', event_data->'fromLid', 'emoji', event_data->'reaction'->'emoji', 'reactionId', event_data->'id', 'at', event_data->'receivedAt')
          FROM ins WHERE event_data->'reaction'->>'messageId' IS NOT NULL),
-     ${appendEventsSql('src')}
+     ${appendEventsSql('src')},
+     day_src AS (SELECT account_id, $2::text AS device_id, 0 AS sent, 0 AS delivered, 0 AS read, 0 AS failed, 1 AS incoming FROM ins),
+     days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
      SELECT id FROM ins`,
     [
       id, deviceId, incoming.from, incoming.type, incoming.content, incoming.mediaUrl ?? null, incoming.networkMessageId, incoming.at,

@@ -13,6 +13,7 @@ import type { MessageRow } from './message-model.js';
 import { COUNT_INTO_JOBS_SQL } from './job-store.js';
 import { RECEIPT_FROM, sqlList, statusesBefore } from './message-states.js';
 import { REFUND_SQL } from './quota-store.js';
+import { COUNT_FAILURES_SQL, COUNT_INTO_DAYS_SQL } from './message-days.js';
 
 export interface Failure {
   id: string;
@@ -26,13 +27,14 @@ export interface Retry extends Failure {
 
 /** SQL: the columns every outcome CTE returns. */
 const RETURNED = (m: string): string =>
-  `${m} AS message, ${m}.account_id, ${m}.job_id, ${m}.priority, ${m}.quota_period_start, waygate_message_json(${m}) AS event_data`;
+  `${m} AS message, ${m}.account_id, ${m}.device_id, ${m}.job_id, ${m}.priority, ${m}.quota_period_start, ${m}.error_code, waygate_message_json(${m}) AS event_data`;
 
 /**
  * SQL: the CTEs after `sent` and `failed` (each with RETURNED's columns): refunds for the failed,
- * counts into their jobs (completing those that are done), and the message.status and
- * bulk_job.completed events. `first` (CTE names) run before the jobs are counted, so their locks
- * come before those of the jobs and the account.
+ * counts into their jobs (completing those that are done), the message.status and
+ * bulk_job.completed events, and the day's counts (message-days.ts, after the account's lock).
+ * `first` (CTE names) run before the jobs are counted, so their locks come before those of the
+ * jobs and the account.
  */
 const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
   refunded AS (${REFUND_SQL('(SELECT account_id, quota_period_start AS period_start, 1 AS n FROM failed)')}),
@@ -48,7 +50,13 @@ const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
     SELECT account_id, 'message.status', event_data FROM failed
     UNION ALL
     SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
-  ${appendEventsSql('src')}`;
+  ${appendEventsSql('src')},
+  day_src AS (
+    SELECT account_id, device_id, 1 AS sent, 0 AS delivered, 0 AS read, 0 AS failed, 0 AS incoming FROM sent
+    UNION ALL
+    SELECT account_id, device_id, 0, 0, 0, 1, 0 FROM failed),
+  days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')}),
+  day_failures AS (${COUNT_FAILURES_SQL('failed', 'ev_bump')})`;
 
 /** SQL: messages claimed by worker $2, and still SENDING, among `ids`. */
 const CLAIMED = (m: string, ids: string): string => `${m}.id = ANY(${ids}) AND ${m}.status = 'SENDING' AND ${m}.claimed_by = $2`;
@@ -103,7 +111,7 @@ export async function writeOutcomes(db: Database, workerId: string, sent: string
 /** Fails every message of a device that may still be sent (the device was logged out or removed); returns how many. */
 export async function failWaiting(db: Queryable, deviceId: string, code: string, message: string): Promise<number> {
   const [row] = await db.query<{ n: number }>(
-    `WITH sent AS (SELECT NULL::text AS account_id, NULL::text AS job_id, NULL::jsonb AS event_data WHERE false),
+    `WITH sent AS (SELECT NULL::text AS account_id, NULL::text AS device_id, NULL::text AS job_id, NULL::jsonb AS event_data WHERE false),
      failed AS (
        UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = $2, error_message = $3
         WHERE m.device_id = $1 AND m.status IN ${sqlList(statusesBefore('FAILED'))}
@@ -116,7 +124,7 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
 }
 
 /**
- * Applies one kind of receipt, forward only, in one statement: a READ that overtakes DELIVERED
+ * Applies one kind of receipt, forward only, in one statement (with its jobs' and the day's counts): a READ that overtakes DELIVERED
  * lands READ and stays there, a receipt for a message still SENDING also counts it as sent, and
  * a consumer sees every step (a receipt that overtook SENT or DELIVERED also writes the step it
  * skipped, just before its own). Timestamps never go backwards either: the network's receipt
@@ -154,7 +162,12 @@ export async function applyReceipts(db: Queryable, deviceId: string, status: 'DE
             SELECT account_id, 'message.status', event_data FROM u
             UNION ALL
             SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
-          ${appendEventsSql('src')}
+          ${appendEventsSql('src')},
+          day_src AS (
+            SELECT account_id, $1::text AS device_id, (prev = 'SENDING')::int AS sent, (prev IN ('SENDING', 'SENT'))::int AS delivered,
+                   ($4::text = 'READ')::int AS read, 0 AS failed, 0 AS incoming
+              FROM u),
+          days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
      SELECT (SELECT count(*)::int FROM u) AS changed`,
     [deviceId, receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
   );

@@ -3,7 +3,7 @@
  * generated from it (`npm run db:generate`); hand-written parts (extensions, trigram indexes,
  * counter triggers) live in their own custom migrations.
  */
-import { bigint, boolean, customType, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, customType, date, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 
 const ts = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
@@ -289,6 +289,38 @@ export const messages = pgTable(
   ],
 );
 
+/**
+ * The overview's daily counts per device (migration 0040): outcomes reached and messages received
+ * on each UTC day, added by the statements that write them (src/messaging/message-days.ts). No
+ * foreign keys, as on messages: an account delete removes them through its trigger.
+ */
+export const messageDays = pgTable(
+  'message_days',
+  {
+    accountId: text('account_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    deviceId: text('device_id').notNull(),
+    sent: integer('sent').notNull().default(0),
+    delivered: integer('delivered').notNull().default(0),
+    read: integer('read').notNull().default(0),
+    failed: integer('failed').notNull().default(0),
+    incoming: integer('incoming').notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'message_days_pkey', columns: [t.accountId, t.day, t.deviceId] })],
+);
+
+/** Failed messages per UTC day and error code (migration 0040), beside message_days. */
+export const messageDayFailures = pgTable(
+  'message_day_failures',
+  {
+    accountId: text('account_id').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    errorCode: text('error_code').notNull(),
+    failed: integer('failed').notNull().default(0),
+  },
+  (t) => [primaryKey({ name: 'message_day_failures_pkey', columns: [t.accountId, t.day, t.errorCode] })],
+);
+
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
   {
@@ -340,6 +372,10 @@ export const webhookEndpoints = pgTable(
     previousSecretExpiresAt: ts('previous_secret_expires_at'),
     /** Why the endpoint was turned off by Waygate (a 410 answer), if it was. */
     disabledReason: text('disabled_reason'),
+    /** Failed attempts since the last successful one (kept by recordOutcomes). */
+    consecutiveFailures: integer('consecutive_failures').notNull().default(0),
+    lastSuccessAt: ts('last_success_at'),
+    lastFailureAt: ts('last_failure_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
     updatedAt: ts('updated_at').notNull().defaultNow(),
   },

@@ -72,29 +72,30 @@ export function ApiAccessPage() {
             <tbody>
               {tokens.data.data.map((token) => (
                 <tr key={token.id} data-token-id={token.id}>
-                  <th scope="row">{token.name}</th>
-                  <td>
+                  <th scope="row" data-label="Name">{token.name}</th>
+                  <td data-label="Token">
                     <code>
                       {token.prefix}…{token.last4}
                     </code>
                   </td>
-                  <td className="small">{token.scopes.length === allScopes ? 'All' : token.scopes.join(', ')}</td>
-                  <td>
+                  <td data-label="Scopes" className="small">{token.scopes.length === allScopes ? 'All' : token.scopes.join(', ')}</td>
+                  <td data-label="Created">
                     <Time value={token.createdAt} />
                   </td>
-                  <td>
+                  <td data-label="Last used">
                     <Time value={token.lastUsedAt} empty="Never" />
                   </td>
-                  <td>
+                  <td data-label="Expires">
                     <Time value={token.expiresAt} empty="Never" />
                   </td>
-                  <td>
+                  <td data-label="State">
                     <StatusBadge status={tokenState(token)} />
                   </td>
                   <td>
                     {!token.revokedAt ? (
                       <ConfirmButton
                         label="Revoke"
+                        accessibleName={`Revoke token ${token.name}`}
                         title={`Revoke “${token.name}”?`}
                         message={<p>Programs using this token are refused from their next request. This cannot be undone.</p>}
                         confirmLabel="Revoke token"

@@ -56,12 +56,13 @@ export function BulkJobsPage() {
                 </div>
               </div>
               <div className="row">
-                <Link className="button secondary small" to={`/messages?jobId=${job.id}`}>
+                <Link className="button secondary small" to={`/messages?jobId=${job.id}`} aria-label={`Messages of bulk job ${job.id}`}>
                   Messages
                 </Link>
                 {ACTIVE_JOB.has(job.status) ? (
                   <ConfirmButton
                     label="Cancel"
+                    accessibleName={`Cancel bulk job ${job.id}`}
                     title="Cancel this job?"
                     message={<p>Messages not sent yet are cancelled and refunded. Messages already sent stay sent.</p>}
                     confirmLabel="Cancel job"

@@ -135,9 +135,9 @@ function ContactRow({ contact }: { contact: Contact }) {
   }
   return (
     <tr>
-      <th scope="row">{contact.name}</th>
-      <td className="nowrap">{formatPhone(contact.phoneNumber)}</td>
-      <td className="nowrap">
+      <th scope="row" data-label="Name">{contact.name}</th>
+      <td data-label="Phone" className="nowrap">{formatPhone(contact.phoneNumber)}</td>
+      <td data-label="Added" className="nowrap">
         <Time value={contact.createdAt} />
       </td>
       <td className="row end">
@@ -146,6 +146,7 @@ function ContactRow({ contact }: { contact: Contact }) {
         </button>
         <ConfirmButton
           label="Delete"
+          accessibleName={`Delete contact ${contact.name}`}
           title={`Delete ${contact.name}?`}
           message={<p>The contact leaves every group. Messages already sent to the number stay in the history.</p>}
           confirmLabel="Delete contact"
@@ -231,9 +232,9 @@ function ImportForm() {
                     .sort((a, b) => a.line - b.line)
                     .map((row) => (
                       <tr key={`${row.outcome}-${row.line}`}>
-                        <td>{row.line}</td>
-                        <td>{row.outcome}</td>
-                        <td>{row.why}</td>
+                        <td data-label="Line">{row.line}</td>
+                        <td data-label="Outcome">{row.outcome}</td>
+                        <td data-label="Why">{row.why}</td>
                       </tr>
                     ))}
                 </tbody>

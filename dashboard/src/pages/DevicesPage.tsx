@@ -51,7 +51,11 @@ export function DevicesPage() {
       </form>
       <ErrorBox error={add.error} title="Could not add the device." />
       <p className="small muted live-state" role="status">
-        {live.connected ? 'Live: status changes appear here as they happen.' : 'Connecting to live updates…'}
+        {live.unreachable
+          ? 'The server cannot be reached: the statuses below are the last ones known.'
+          : live.connected
+            ? 'Live: status changes appear here as they happen.'
+            : 'Connecting to live updates…'}
       </p>
       {devices.isPending ? <Loading what="devices" /> : null}
       <ErrorBox error={devices.error} />
@@ -59,7 +63,7 @@ export function DevicesPage() {
       <ul className="device-list">
         {devices.data?.data.map((device) => (
           <li key={device.id}>
-            <DeviceCard device={device} />
+            <DeviceCard device={device} stale={live.unreachable} />
           </li>
         ))}
       </ul>
@@ -67,12 +71,13 @@ export function DevicesPage() {
   );
 }
 
-function DeviceCard({ device }: { device: Device }) {
+/** A device; `stale` when the server cannot be reached, so its status is only the last one known. */
+function DeviceCard({ device, stale }: { device: Device; stale: boolean }) {
   const client = useQueryClient();
   const refresh = () => client.invalidateQueries({ queryKey: ['devices'] });
   const reconnect = useMutation({ mutationFn: () => api(`/devices/${device.id}/reconnect`, { method: 'POST' }), onSuccess: refresh });
   return (
-    <article className="card device" aria-labelledby={`device-${device.id}`} data-device-id={device.id}>
+    <article className={`card device ${stale ? 'stale' : ''}`} aria-labelledby={`device-${device.id}`} data-device-id={device.id} data-stale={stale || undefined}>
       <div className="device-head">
         <div>
           <h2 id={`device-${device.id}`}>{device.name}</h2>
@@ -80,7 +85,14 @@ function DeviceCard({ device }: { device: Device }) {
             {device.phoneNumber ? formatPhone(device.phoneNumber) : 'Not linked yet'} · added <Time value={device.createdAt} />
           </div>
         </div>
-        <StatusBadge status={device.status} testId="device-status" />
+        <div>
+          <StatusBadge status={device.status} testId="device-status" />
+          {stale ? (
+            <div className="small muted" data-testid="device-stale">
+              last known
+            </div>
+          ) : null}
+        </div>
       </div>
       <p className="small">{STATUS_HELP[device.status]}</p>
       {device.lastError ? <p className="small error-text">Last error: {device.lastError}</p> : null}
@@ -93,12 +105,19 @@ function DeviceCard({ device }: { device: Device }) {
       <ErrorBox error={reconnect.error} />
       <div className="row card-actions">
         {device.status === 'DISCONNECTED' || device.status === 'LOGGED_OUT' ? (
-          <button type="button" className="button secondary small" disabled={reconnect.isPending} onClick={() => reconnect.mutate()}>
+          <button
+            type="button"
+            className="button secondary small"
+            disabled={reconnect.isPending}
+            onClick={() => reconnect.mutate()}
+            aria-label={`${device.status === 'LOGGED_OUT' ? 'Link again' : 'Reconnect now'}: ${device.name}`}
+          >
             {device.status === 'LOGGED_OUT' ? 'Link again' : 'Reconnect now'}
           </button>
         ) : null}
         <ConfirmButton
           label="Remove"
+          accessibleName={`Remove device ${device.name}`}
           title={`Remove ${device.name}?`}
           message={<p>The number is unlinked. Its messages stay in the history; messages still waiting to go out from it fail and are refunded.</p>}
           confirmLabel="Remove device"

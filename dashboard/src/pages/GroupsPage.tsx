@@ -178,6 +178,15 @@ function AddMembers({ groupId }: { groupId: string }) {
     queryFn: () => api<Page<Contact>>('/contacts', { query: { search: submitted ?? '', limit: 20 } }),
     enabled: submitted !== null,
   });
+  // Which of the contacts found are members already: they are not offered again.
+  const foundIds = found.data?.data.map((contact) => contact.id) ?? [];
+  const already = useQuery({
+    queryKey: ['groups', 'members', groupId, 'among', foundIds],
+    queryFn: () => api<Page<Contact>>(`/groups/${groupId}/contacts`, { query: { contactIds: foundIds.join(',') } }),
+    enabled: foundIds.length > 0,
+  });
+  const memberIds = new Set(already.data?.data.map((member) => member.id) ?? []);
+  const offered = already.data ? (found.data?.data ?? []).filter((contact) => !memberIds.has(contact.id)) : [];
   const add = useMutation({
     mutationFn: () => api<{ data: { added: number } }>(`/groups/${groupId}/contacts`, { method: 'POST', body: { contactIds: chosen } }),
     onSuccess: async () => {
@@ -201,9 +210,10 @@ function AddMembers({ groupId }: { groupId: string }) {
           Search
         </button>
       </form>
-      {found.data ? (
-        found.data.data.length === 0 ? (
-          <p className="small muted">No contact matches.</p>
+      {found.data && found.data.data.length === 0 ? <p className="small muted">No contact matches.</p> : null}
+      {found.data && already.data && found.data.data.length > 0 ? (
+        offered.length === 0 ? (
+          <p className="small muted">Every contact found is already in the group.</p>
         ) : (
           <form
             onSubmit={(event) => {
@@ -214,7 +224,7 @@ function AddMembers({ groupId }: { groupId: string }) {
             <fieldset>
               <legend className="small">Choose contacts to add</legend>
               <div className="checkbox-grid">
-                {found.data.data.map((contact) => (
+                {offered.map((contact) => (
                   <label key={contact.id} className="checkbox">
                     <input
                       type="checkbox"
@@ -226,6 +236,11 @@ function AddMembers({ groupId }: { groupId: string }) {
                 ))}
               </div>
             </fieldset>
+            {memberIds.size > 0 ? (
+              <p className="small muted">
+                {memberIds.size} of the contacts found {memberIds.size === 1 ? 'is' : 'are'} already in the group.
+              </p>
+            ) : null}
             <button type="submit" className="button primary small" disabled={chosen.length === 0 || add.isPending}>
               Add {chosen.length > 0 ? chosen.length : ''} to the group
             </button>
@@ -238,7 +253,7 @@ function AddMembers({ groupId }: { groupId: string }) {
           </form>
         )
       ) : null}
-      <ErrorBox error={found.error ?? add.error} />
+      <ErrorBox error={found.error ?? already.error ?? add.error} />
     </details>
   );
 }

@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
 import { api } from '../api';
 import type { BulkJob, One } from '../types';
 import { StatusBadge } from '../ui';
@@ -41,12 +42,21 @@ export function JobBar({ job }: { job: BulkJob }) {
   );
 }
 
-/** One job, watched: read again every second while it runs. */
-export function WatchedJob({ jobId }: { jobId: string }) {
+/**
+ * One job, watched: read again every second while it runs, and (with `watchAfterMs`) every two
+ * seconds for that long after it completed, as receipts go on counting deliveries and reads.
+ */
+export function WatchedJob({ jobId, watchAfterMs = 0 }: { jobId: string; watchAfterMs?: number }) {
+  const [since] = useState(() => Date.now());
   const job = useQuery({
     queryKey: ['bulk-jobs', 'one', jobId],
     queryFn: () => api<One<BulkJob>>(`/messages/bulk-jobs/${jobId}`),
-    refetchInterval: (query) => (query.state.data && !ACTIVE_JOB.has(query.state.data.data.status) ? false : 1000),
+    refetchInterval: (query) => {
+      const current = query.state.data?.data;
+      if (!current || ACTIVE_JOB.has(current.status)) return 1000;
+      const settled = current.readCount + current.failedCount + current.cancelledCount >= current.totalContacts;
+      return !settled && Date.now() - since < watchAfterMs ? 2000 : false;
+    },
   });
   return job.data ? <JobBar job={job.data.data} /> : null;
 }

@@ -83,19 +83,19 @@ export function MessagesPage() {
             <tbody>
               {messages.data.data.map((message) => (
                 <tr key={message.id}>
-                  <td className="nowrap">
+                  <td data-label="To / from" className="nowrap">
                     {message.direction === 'in' ? <span className="muted small">from </span> : null}
                     {formatPhone(message.direction === 'in' ? message.from : message.to)}
                   </td>
-                  <td className="message-cell">
+                  <td data-label="Message" className="message-cell">
                     {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null} {message.content || <span className="muted">(no text)</span>}
                     {message.error ? <div className="small error-text">{message.error.code}: {message.error.message}</div> : null}
                   </td>
-                  <td className="status-cell">
+                  <td data-label="Status" className="status-cell">
                     <StatusBadge status={message.status} />
                     <StatusTimes message={message} />
                   </td>
-                  <td className="nowrap">
+                  <td data-label="Created" className="nowrap">
                     <Time value={message.createdAt} />
                     {message.scheduledAt ? (
                       <div className="small muted">
@@ -107,6 +107,7 @@ export function MessagesPage() {
                     {message.status === 'SCHEDULED' || message.status === 'QUEUED' ? (
                       <ConfirmButton
                         label="Cancel"
+                        accessibleName={`Cancel message to ${formatPhone(message.to)}`}
                         title="Cancel this message?"
                         message={<p>It will not be sent, and it is refunded to your quota.</p>}
                         confirmLabel="Cancel message"

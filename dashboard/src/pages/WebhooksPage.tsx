@@ -1,13 +1,21 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { useId, useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api';
-import type { Listing, One, Page, Webhook, WebhookDelivery } from '../types';
+import type { Listing, One, Page, Webhook, WebhookDelivery, WebhookHealthState } from '../types';
 import { ConfirmButton, CopyButton, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
 
 const EVENT_TYPES = ['message.received', 'message.status', 'message.reaction', 'message.edited', 'message.deleted', 'poll.vote', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled'];
 
+const HEALTH_WORDS: Record<WebhookHealthState, string> = {
+  HEALTHY: 'Its latest delivery attempt succeeded.',
+  FAILING: 'Its latest delivery attempt failed: check the delivery log.',
+  DISABLED: 'Turned off: it receives no events.',
+  NO_ATTEMPTS: 'Nothing delivered yet: send a test event to try it.',
+};
+
 export function WebhooksPage() {
-  const webhooks = useQuery({ queryKey: ['webhooks', 'list'], queryFn: () => api<Page<Webhook>>('/webhooks', { query: { limit: 100 } }) });
+  // Read again every few seconds: the health of each endpoint changes as deliveries are attempted.
+  const webhooks = useQuery({ queryKey: ['webhooks', 'list'], queryFn: () => api<Page<Webhook>>('/webhooks', { query: { limit: 100 } }), refetchInterval: 5000 });
   const [adding, setAdding] = useState(false);
   const [created, setCreated] = useState<{ id: string; secret: string } | null>(null);
   return (
@@ -25,7 +33,7 @@ export function WebhooksPage() {
         <WebhookForm
           onCreated={(id, secret) => {
             setAdding(false);
-            setCreated({ id, secret });
+            if (secret) setCreated({ id, secret });
           }}
           onCancel={() => setAdding(false)}
         />
@@ -56,32 +64,39 @@ export function WebhooksPage() {
   );
 }
 
-function WebhookForm({ onCreated, onCancel }: { onCreated: (id: string, secret: string) => void; onCancel: () => void }) {
+/** Adds an endpoint, or (given `editing`) changes its URL, description and events. */
+function WebhookForm({ onCreated, onCancel, editing }: { onCreated: (id: string, secret: string | null) => void; onCancel: () => void; editing?: Webhook }) {
   const client = useQueryClient();
-  const [url, setUrl] = useState('');
-  const [description, setDescription] = useState('');
-  const [events, setEvents] = useState<string[]>([]);
+  const [url, setUrl] = useState(editing?.url ?? '');
+  const [description, setDescription] = useState(editing?.description ?? '');
+  const [events, setEvents] = useState<string[]>(editing?.events ?? []);
   const create = useMutation({
-    mutationFn: () =>
-      api<One<Webhook & { secret: string }>>('/webhooks', {
-        method: 'POST',
-        body: { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}) },
-      }),
+    mutationFn: async () => {
+      const fields = { url: url.trim(), events, description: description.trim() ? description.trim() : null };
+      if (editing) {
+        const result = await api<One<Webhook>>(`/webhooks/${editing.id}`, { method: 'PATCH', body: fields });
+        return { id: result.data.id, secret: null };
+      }
+      const result = await api<One<Webhook & { secret: string }>>('/webhooks', { method: 'POST', body: { ...fields, description: fields.description ?? undefined } });
+      return { id: result.data.id, secret: result.data.secret };
+    },
     onSuccess: async (result) => {
       await client.invalidateQueries({ queryKey: ['webhooks'] });
-      onCreated(result.data.id, result.data.secret);
+      await client.invalidateQueries({ queryKey: ['overview'] });
+      onCreated(result.id, result.secret);
     },
   });
   const submit = (event: FormEvent): void => {
     event.preventDefault();
     create.mutate();
   };
+  const titleId = useId();
   return (
-    <form className="card" onSubmit={submit} aria-labelledby="new-webhook-title">
-      <h2 id="new-webhook-title" className="h3">
-        New endpoint
+    <form className={editing ? 'edit-form' : 'card'} onSubmit={submit} aria-labelledby={titleId}>
+      <h2 id={titleId} className="h3">
+        {editing ? 'Edit endpoint' : 'New endpoint'}
       </h2>
-      <ErrorBox error={create.error} title="Could not add the endpoint." />
+      <ErrorBox error={create.error} title={editing ? 'Could not save the endpoint.' : 'Could not add the endpoint.'} />
       <Field label="URL" hint="https://… — it must answer 2xx within 15 s." error={create.error instanceof ApiError ? create.error.fieldMessage('url') : undefined}>
         {(props) => <input {...props} type="url" required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/waygate" />}
       </Field>
@@ -100,7 +115,7 @@ function WebhookForm({ onCreated, onCancel }: { onCreated: (id: string, secret: 
       </fieldset>
       <div className="row">
         <button type="submit" className="button primary" disabled={create.isPending || url.trim() === ''}>
-          {create.isPending ? 'Adding…' : 'Add endpoint'}
+          {create.isPending ? 'Saving…' : editing ? 'Save changes' : 'Add endpoint'}
         </button>
         <button type="button" className="button secondary" onClick={onCancel}>
           Cancel
@@ -127,6 +142,8 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
     },
   });
   const toggle = useMutation({ mutationFn: () => api(`/webhooks/${webhook.id}`, { method: 'PATCH', body: { active: !webhook.active } }), onSuccess: refresh });
+  const [editing, setEditing] = useState(false);
+  const [rotated, setRotated] = useState<{ secret: string; previousSecretExpiresAt: string | null } | null>(null);
   return (
     <article className="card" aria-label={`Endpoint ${webhook.url}`} data-webhook-id={webhook.id}>
       <div className="row between wrap">
@@ -138,17 +155,40 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
           </div>
           {webhook.disabledReason ? <div className="small error-text">Turned off: {webhook.disabledReason}</div> : null}
         </div>
-        <StatusBadge status={webhook.active ? 'ACTIVE' : 'INACTIVE'} />
+        <StatusBadge status={webhook.health.state} testId="webhook-health" />
       </div>
+      <p className="small" data-testid="webhook-health-detail">
+        {HEALTH_WORDS[webhook.health.state]}
+        {webhook.health.consecutiveFailures > 0 ? ` ${webhook.health.consecutiveFailures} failed attempt${webhook.health.consecutiveFailures === 1 ? '' : 's'} in a row.` : ''}{' '}
+        <span className="muted">
+          Last success: <Time value={webhook.health.lastSuccessAt} empty="never" />. Last failure: <Time value={webhook.health.lastFailureAt} empty="none" />.
+        </span>
+      </p>
       <div className="row wrap card-actions">
-        <button type="button" className="button secondary small" disabled={test.isPending} onClick={() => test.mutate()}>
+        <button type="button" className="button secondary small" disabled={test.isPending} onClick={() => test.mutate()} aria-label={`Send test event to ${webhook.url}`}>
           Send test event
         </button>
-        <button type="button" className="button secondary small" aria-expanded={showLog} onClick={() => setShowLog(!showLog)}>
+        <button type="button" className="button secondary small" aria-expanded={showLog} onClick={() => setShowLog(!showLog)} aria-label={`${showLog ? 'Hide delivery log' : 'Delivery log'} of ${webhook.url}`}>
           {showLog ? 'Hide delivery log' : 'Delivery log'}
         </button>
+        <button type="button" className="button secondary small" aria-expanded={editing} onClick={() => setEditing(!editing)} aria-label={`Edit endpoint ${webhook.url}`}>
+          Edit
+        </button>
+        <ConfirmButton
+          label="Rotate secret"
+          accessibleName={`Rotate the secret of ${webhook.url}`}
+          className="button secondary small"
+          title="Rotate the signing secret?"
+          message={<p>A new secret signs every call from now on. The old one keeps signing too, beside it, for 24 hours, so you have time to update your receiver.</p>}
+          confirmLabel="Rotate secret"
+          onConfirm={async () => {
+            const result = await api<One<{ secret: string; previousSecretExpiresAt: string | null }>>(`/webhooks/${webhook.id}/rotate-secret`, { method: 'POST' });
+            setRotated(result.data);
+            setSecret(null);
+          }}
+        />
         {secret === null ? (
-          <button type="button" className="button secondary small" disabled={reveal.isPending} onClick={() => reveal.mutate()}>
+          <button type="button" className="button secondary small" disabled={reveal.isPending} onClick={() => reveal.mutate()} aria-label={`Reveal the secret of ${webhook.url}`}>
             Reveal secret
           </button>
         ) : (
@@ -156,11 +196,12 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
             Hide secret
           </button>
         )}
-        <button type="button" className="button secondary small" disabled={toggle.isPending} onClick={() => toggle.mutate()}>
+        <button type="button" className="button secondary small" disabled={toggle.isPending} onClick={() => toggle.mutate()} aria-label={`${webhook.active ? 'Turn off' : 'Turn on'} ${webhook.url}`}>
           {webhook.active ? 'Turn off' : 'Turn on'}
         </button>
         <ConfirmButton
           label="Delete"
+          accessibleName={`Delete endpoint ${webhook.url}`}
           title="Delete this endpoint?"
           message={<p>No more events are sent to {webhook.url}. Its delivery log goes with it.</p>}
           confirmLabel="Delete endpoint"
@@ -171,6 +212,18 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
         />
       </div>
       <ErrorBox error={test.error ?? reveal.error ?? toggle.error} />
+      {editing ? <WebhookForm editing={webhook} onCreated={() => setEditing(false)} onCancel={() => setEditing(false)} /> : null}
+      {rotated ? (
+        <div className="secret-row" role="status">
+          <span className="small">
+            New secret (the old one also signs until <Time value={rotated.previousSecretExpiresAt} />):
+          </span>
+          <code className="mono secret" data-testid="rotated-secret">
+            {rotated.secret}
+          </code>
+          <CopyButton value={rotated.secret} />
+        </div>
+      ) : null}
       {secret !== null ? (
         <div className="secret-row">
           <code className="mono secret" data-testid="webhook-secret">
@@ -196,11 +249,29 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
     mutationFn: (deliveryId: string) => api(`/webhooks/${webhookId}/deliveries/${deliveryId}/retry`, { method: 'POST' }),
     onSuccess: () => client.invalidateQueries({ queryKey: ['webhooks', 'deliveries', webhookId] }),
   });
+  const replay = useMutation({
+    // Every failed delivery of the last 7 days goes out again now.
+    mutationFn: () => api<One<{ requeued: number }>>(`/webhooks/${webhookId}/replay`, { method: 'POST', body: { since: new Date(Date.now() - 7 * 86_400_000).toISOString() } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ['webhooks', 'deliveries', webhookId] }),
+  });
+  const anyFailed = deliveries.data?.data.some((delivery) => delivery.status === 'FAILED') ?? false;
   return (
     <div className="delivery-log">
-      <h3>Delivery log</h3>
+      <div className="row between wrap">
+        <h3>Delivery log</h3>
+        {anyFailed ? (
+          <button type="button" className="button secondary small" disabled={replay.isPending} onClick={() => replay.mutate()}>
+            Retry every failed delivery now
+          </button>
+        ) : null}
+      </div>
+      {replay.data ? (
+        <p className="small" role="status">
+          {replay.data.data.requeued} deliver{replay.data.data.requeued === 1 ? 'y' : 'ies'} sent again.
+        </p>
+      ) : null}
       {deliveries.isPending ? <Loading what="deliveries" /> : null}
-      <ErrorBox error={deliveries.error ?? retry.error} />
+      <ErrorBox error={deliveries.error ?? retry.error ?? replay.error} />
       {deliveries.data && deliveries.data.data.length === 0 ? <p className="small muted">No deliveries yet. Send a test event to try the endpoint.</p> : null}
       {deliveries.data && deliveries.data.data.length > 0 ? (
         <div className="table-wrap">
@@ -223,11 +294,11 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
                 const last = delivery.lastAttempts[0];
                 return (
                   <tr key={delivery.id} data-testid="delivery-row">
-                    <td>
+                    <td data-label="Event">
                       <code>{delivery.eventType}</code>
                       <div className="small muted">#{delivery.eventSeq}</div>
                     </td>
-                    <td>
+                    <td data-label="Status">
                       <StatusBadge status={delivery.status} />
                       {delivery.status === 'PENDING' && delivery.nextAttemptAt ? (
                         <div className="small muted">
@@ -235,18 +306,24 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
                         </div>
                       ) : null}
                     </td>
-                    <td>{delivery.attempts}</td>
-                    <td className="small">
+                    <td data-label="Attempts">{delivery.attempts}</td>
+                    <td data-label="Last answer" className="small">
                       {delivery.lastStatusCode !== null ? `HTTP ${delivery.lastStatusCode}` : delivery.lastError ?? '—'}
                       {last ? <span className="muted"> · {last.latencyMs} ms</span> : null}
                     </td>
-                    <td className="nowrap">
+                    <td data-label="Created" className="nowrap">
                       <Time value={delivery.createdAt} />
                     </td>
                     <td>
                       {delivery.status !== 'PENDING' ? (
-                        <button type="button" className="button secondary small" disabled={retry.isPending} onClick={() => retry.mutate(delivery.id)}>
-                          Retry
+                        <button
+                          type="button"
+                          className="button secondary small"
+                          disabled={retry.isPending}
+                          onClick={() => retry.mutate(delivery.id)}
+                          aria-label={`Retry now: ${delivery.eventType}${delivery.eventSeq !== null ? ` #${delivery.eventSeq}` : ''}`}
+                        >
+                          Retry now
                         </button>
                       ) : null}
                     </td>

@@ -1,6 +1,8 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AccountService } from '../../directory/accounts.js';
+import { OVERVIEW_DAYS, OverviewSchema } from '../../messaging/overview-record.js';
+import type { OverviewService } from '../../messaging/overview-service.js';
 import { auth } from '../auth.js';
 import { errorResponses, successData, Timestamp } from '../schemas.js';
 
@@ -23,7 +25,7 @@ const AccountSchema = Type.Object({
   limits: Type.Object({ messages: NullableInt, devices: NullableInt, activeWebhooks: NullableInt }),
 });
 
-export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService }> = async (app, { accounts }) => {
+export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService; overview: OverviewService }> = async (app, { accounts, overview }) => {
   app.get(
     '/account',
     {
@@ -31,5 +33,22 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService
       schema: { tags: ['account'], summary: 'The account: plan, current period, usage and limits', response: { 200: successData(AccountSchema), ...errorResponses('FORBIDDEN') } },
     },
     async (request) => ({ success: true as const, data: await accounts.getSummary(auth(request).accountId) }),
+  );
+
+  app.get(
+    '/account/overview',
+    {
+      config: { scope: 'account:read' },
+      schema: {
+        tags: ['account'],
+        summary: 'Messages per day by outcome, rates, failures by error code, devices and webhook health over the last 7, 30 or 90 UTC days',
+        querystring: Type.Object(
+          { days: Type.Optional(Type.Integer({ enum: [...OVERVIEW_DAYS], default: 30, description: '7, 30 or 90 (default 30): the days up to and including today (UTC)' })) },
+          { additionalProperties: false },
+        ),
+        response: { 200: successData(OverviewSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await overview.get(auth(request).accountId, request.query.days ?? 30) }),
   );
 };

@@ -16,6 +16,15 @@ const GroupSchema = Type.Object({
 const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp });
 const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 10_000 });
 const PageOnly = Type.Object(BoundedPageQuery, { additionalProperties: false });
+const MembersQuery = Type.Object(
+  {
+    ...BoundedPageQuery,
+    contactIds: Type.Optional(
+      Type.String({ maxLength: 3000, description: 'Comma-separated contact ids (up to 100): list only those of them that are members (a page of one), e.g. to offer only non-members' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 const MemberParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), contactId: Type.String({ minLength: 1, maxLength: 100 }) });
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
@@ -104,13 +113,14 @@ function memberRoutes(app: App, groups: GroupService): void {
         tags: ['groups'],
         summary: 'List the members of a group (most recently added first)',
         params: IdParams,
-        querystring: PageOnly,
+        querystring: MembersQuery,
         response: { 200: successPage(MemberSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },
     },
     async (request) => {
-      const { page = 1, limit = 50 } = request.query;
-      return { success: true as const, ...(await groups.members(auth(request).accountId, request.params.id, { page, limit })) };
+      const { page = 1, limit = 50, contactIds } = request.query;
+      const among = contactIds === undefined ? undefined : contactIds.split(',').map((id) => id.trim()).filter(Boolean);
+      return { success: true as const, ...(await groups.members(auth(request).accountId, request.params.id, { page, limit, among })) };
     },
   );
 

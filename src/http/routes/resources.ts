@@ -19,7 +19,7 @@ import { tokenRoutes } from './tokens.js';
 import { webhookRoutes } from './webhooks.js';
 
 export async function registerResourceRoutes(scope: FastifyInstance, services: Services, database: Database): Promise<void> {
-  await scope.register(accountRoutes, { accounts: services.accounts });
+  await scope.register(accountRoutes, { accounts: services.accounts, overview: services.overview });
   await scope.register(tokenRoutes, { tokens: services.tokens });
   await scope.register(contactRoutes, { contacts: services.contacts });
   await scope.register(groupRoutes, { groups: services.groups });

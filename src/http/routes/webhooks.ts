@@ -9,23 +9,13 @@ import {
   type WebhookService,
 } from '../../events/webhook-service.js';
 import { EVENT_TYPES } from '../../events/event-store.js';
+import { WebhookSchema } from '../../events/webhook-record.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';
 
 const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES] });
 const DeliveryStatusSchema = Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] });
-
-export const WebhookSchema = Type.Object({
-  id: Type.String(),
-  url: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  events: Type.Array(SubscribableEventType, { description: 'The event types delivered; empty means every type' }),
-  active: Type.Boolean({ description: 'Only active endpoints receive events and count against the plan' }),
-  disabledReason: Type.Union([Type.String(), Type.Null()], { description: 'Why Waygate turned the endpoint off (it answered 410 Gone); cleared when it is activated again' }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-});
 
 const CreatedWebhookSchema = Type.Object({
   ...WebhookSchema.properties,

@@ -11,9 +11,41 @@
  */
 import type { Database } from '../../platform/database.js';
 import type { BulkPolicy } from '../network.js';
-import { WhatsAppStore } from './whatsapp-store.js';
+import { WhatsAppStore, type WarmupRow } from './whatsapp-store.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Where a device stands in its warm-up, as the overview shows it (null: no cap and no pause now). */
+export interface WarmupState {
+  /** 1-based day of the warm-up; null when only a pause holds bulk traffic. */
+  day: number | null;
+  days: number;
+  /** Bulk messages the device may send today; null when not warming up. */
+  dailyCap: number | null;
+  sentToday: number;
+  endsAt: Date;
+  bulkPausedUntil: Date | null;
+}
+
+/** The warm-up day (0-based) a number first linked at `firstLinkedAt` is on. */
+const warmupDay = (firstLinkedAt: Date, now: number): number => Math.max(0, Math.floor((now - firstLinkedAt.getTime()) / DAY_MS));
+
+/** The warm-up state of a whatsapp_devices row, under the configured daily caps. */
+export function warmupState(row: WarmupRow, caps: readonly number[], now: number): WarmupState | null {
+  const paused = row.bulk_paused_until && row.bulk_paused_until.getTime() > now ? row.bulk_paused_until : null;
+  if (!row.first_linked_at) return null;
+  const day = warmupDay(row.first_linked_at, now);
+  const warming = day < caps.length;
+  if (!warming && !paused) return null;
+  return {
+    day: warming ? day + 1 : null,
+    days: caps.length,
+    dailyCap: warming ? caps[day]! : null,
+    sentToday: warming && row.warmup_day === day ? row.warmup_sent : 0,
+    endsAt: new Date(row.first_linked_at.getTime() + caps.length * DAY_MS),
+    bulkPausedUntil: paused,
+  };
+}
 
 export class WarmupPolicy implements BulkPolicy {
   private firstLinkedAt: Date | null = null;
@@ -62,7 +94,7 @@ export class WarmupPolicy implements BulkPolicy {
   private current(): { day: number; cap: number; resumeAt: Date } | undefined {
     if (!this.firstLinkedAt || this.caps.length === 0) return undefined;
     const start = this.firstLinkedAt.getTime();
-    const day = Math.max(0, Math.floor((this.now() - start) / DAY_MS));
+    const day = warmupDay(this.firstLinkedAt, this.now());
     if (day >= this.caps.length) return undefined;
     if (day !== this.day) {
       this.day = day;

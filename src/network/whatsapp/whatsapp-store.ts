@@ -27,6 +27,11 @@ export async function deleteWhatsAppCredentials(q: Queryable, deviceId: string):
   await q.query('DELETE FROM whatsapp_auth WHERE device_id = $1', [deviceId]);
 }
 
+/** The warm-up rows of these devices (the overview reads them for the whole account at once). */
+export async function readWarmupRows(q: Queryable, deviceIds: string[]): Promise<Array<WarmupRow & { device_id: string }>> {
+  return q.query('SELECT device_id, first_linked_at, warmup_day, warmup_sent, bulk_paused_until FROM whatsapp_devices WHERE device_id = ANY($1::text[])', [deviceIds]);
+}
+
 export class WhatsAppStore {
   constructor(
     private readonly database: Database,
