@@ -6,7 +6,7 @@
  * captured: TOKEN=$(waygate tokens create ...)) and problems on stderr with a non-zero exit.
  */
 import v8 from 'node:v8';
-import { ConfigError, loadConfig, type Config, type Role } from './config.js';
+import { ConfigError, loadConfig, loadEnvFile, type Config, type Role } from './config.js';
 import { runThroughServer } from './control-socket.js';
 import { openDatabase } from './platform/database.js';
 import { DataDirLockedError } from './platform/data-dir-lock.js';
@@ -14,8 +14,10 @@ import { runMigrations } from './platform/migrate.js';
 import { whatsappDoctor } from './network/whatsapp/doctor.js';
 import { isOperatorCommand, parseCommandLine, reportFailure, runOperatorCommand, UsageError, type CommandValues, type Output } from './operator-commands.js';
 import { startServer } from './server.js';
+import { VERSION } from './platform/build-info.js';
 
 const USAGE = `Usage: waygate <command> [options]
+       waygate --version
 
 Commands:
   serve [--role all|api|worker]                      Run the service (default role: all)
@@ -76,10 +78,15 @@ async function doctor(config: Config): Promise<number> {
 
 async function main(argv: string[]): Promise<number> {
   const { command, values } = parseCommandLine(argv);
+  if (values.version) {
+    console.log(VERSION);
+    return 0;
+  }
   if (values.help || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
   }
+  loadEnvFile();
   const config = loadConfig();
   if (isOperatorCommand(command)) return operatorCommand(config, argv, command, values);
   if (command === 'doctor whatsapp') return doctor(config);

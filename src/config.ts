@@ -2,12 +2,15 @@
  * The only reader of process.env. Every variable is parsed and validated once, at start;
  * a bad value stops the process with a message that names every offending variable.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export type NetworkKind = 'sandbox' | 'whatsapp';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** json: one JSON object a line; pretty: readable lines (needs pino-pretty, a devDependency); auto: pretty at a terminal when it is installed. */
+export type LogFormat = 'json' | 'pretty' | 'auto';
 
 export interface Config {
   port: number;
@@ -20,6 +23,7 @@ export interface Config {
   publicUrl: string;
   sessionSecret: string | undefined;
   logLevel: LogLevel;
+  logFormat: LogFormat;
   sendWaitMs: number;
   bulkDelayMs: { min: number; max: number };
   leaseMs: number;
@@ -107,6 +111,16 @@ export function parseDuration(text: string): number | undefined {
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * Reads `.env` from the working directory into process.env, if there is one; a variable already
+ * set in the environment keeps its value. Returns the file's path when one was read.
+ */
+export function loadEnvFile(file = path.resolve('.env')): string | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  process.loadEnvFile(file);
+  return file;
+}
 
 /** The names proxy-addr (Fastify's trustProxy) understands besides addresses and ranges. */
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -243,6 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: publicUrl.replace(/\/+$/, ''),
     sessionSecret,
     logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logFormat: oneOf('LOG_FORMAT', ['json', 'pretty', 'auto'] as const, 'auto'),
     sendWaitMs: int('SEND_WAIT_MS', 10_000, 0, 120_000),
     bulkDelayMs,
     leaseMs: int('LEASE_MS', 15_000, 1_000, 600_000),

@@ -33,6 +33,7 @@ export const COMMAND_OPTIONS = {
   'expires-at': { type: 'string' },
   id: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const;
 
 export function parseCommandLine(argv: string[]): { command: string; values: CommandValues } {

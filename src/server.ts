@@ -1,12 +1,13 @@
 /** `waygate serve`: opens the database, migrates, and runs the roles asked for until a signal. */
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
 import { buildApp, createServices } from './app.js';
 import { ConfigError, type Config, type Role } from './config.js';
 import { countAccounts } from './directory/account-store.js';
 import { startControlSocket } from './control-socket.js';
 import { openDatabase, type Database } from './platform/database.js';
 import { runMigrations } from './platform/migrate.js';
+import { createLogger } from './platform/logger.js';
+import { VERSION } from './platform/build-info.js';
 import { WorkerRuntime } from './worker-runtime.js';
 
 export interface RunningServer {
@@ -25,6 +26,7 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
         'api and worker processes must share a PostgreSQL server.',
     ]);
   }
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   let app: FastifyInstance | undefined;
   let worker: WorkerRuntime | undefined;
@@ -33,15 +35,15 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
   // One process serving both roles: direct sends skip the queue round trip (see dispatch.ts).
   const services = createServices(database, config, role === 'all' ? { directHost: () => worker?.supervisor } : {});
   try {
-    await runMigrations(database);
-    app = await buildApp({ config, database, services, apiRoutes: role !== 'worker' });
+    await runMigrations(database, log);
+    app = await buildApp({ config, database, services, apiRoutes: role !== 'worker', logger: log });
     if (role !== 'api') {
       // On PostgreSQL the worker's state transitions commit asynchronously, on a pool of their
       // own (see openDatabase); PGlite is one connection, shared, and the API's statements go first.
       workerDatabase = config.databaseUrl
         ? await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 10, synchronousCommit: false, applicationName: 'waygate-worker' })
         : database.background();
-      worker = new WorkerRuntime(config, workerDatabase, services.bus, app.log as unknown as Logger);
+      worker = new WorkerRuntime(config, workerDatabase, services.bus, log);
       await worker.start();
     }
     // A worker has only ops routes, and listens only where asked (WORKER_PORT), so it never takes
@@ -49,8 +51,8 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
     const port = role === 'worker' ? config.workerPort : config.port;
     const address = port === undefined ? undefined : await app.listen({ port, host: config.host });
     // The embedded database is this process's alone: the CLI's operator commands come through here.
-    if (database.kind === 'pglite') control = await startControlSocket(config.dataDir, database, app.log as unknown as Logger, usage);
-    app.log.info({ role, database: database.kind, network: config.network, address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)' }, 'waygate is up');
+    if (database.kind === 'pglite') control = await startControlSocket(config.dataDir, database, log, usage);
+    log.info({ version: VERSION, role, database: database.kind, network: config.network, address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)' }, 'waygate is up');
     if ((await countAccounts(database)) === 0) {
       app.log.info(
         `No account exists yet. Open ${config.publicUrl}/dashboard to sign up as the first user, or stop the server and run: ` +
@@ -65,6 +67,7 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
       address,
       stop() {
         stopping ??= (async () => {
+          const started = Date.now();
           // Drain: stop taking requests, let the worker finish what it has in flight, then close.
           await app!.close();
           await control?.close();
@@ -72,6 +75,7 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
           await services.close();
           if (workerDatabase && workerDatabase !== database) await workerDatabase.close();
           await database.close();
+          log.info({ durationMs: Date.now() - started }, 'shutdown complete');
         })();
         return stopping;
       },
