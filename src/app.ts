@@ -182,6 +182,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(healthRoutes, {
     ready: () => migrationsApplied(database),
     metrics: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
+    metricsToken: config.metricsToken,
   });
 
   app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => done(null, body));

@@ -17,6 +17,13 @@ export interface Config {
   /** The port of a `--role worker` process's ops routes (/healthz, /readyz, /metrics); none unless WORKER_PORT is set. */
   workerPort: number | undefined;
   host: string;
+  /**
+   * The first dashboard sign-up of a fresh install must give the setup code printed in the log:
+   * true unless the server listens on loopback only (HOST 127.0.0.1, ::1 or localhost).
+   */
+  setupCodeRequired: boolean;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
+  metricsToken: string | undefined;
   databaseUrl: string | undefined;
   dataDir: string;
   network: NetworkKind;
@@ -134,6 +141,13 @@ function isCidr(text: string): boolean {
   }
 }
 
+/** Whether `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (bare === 'localhost') return true;
+  return ipaddr.isValid(bare) && ipaddr.process(bare).range() === 'loopback';
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const str = (name: string): string | undefined => {
@@ -172,6 +186,8 @@ export function loadConfig(env: Env = process.env): Config {
   const port = int('PORT', 3000, 0, 65535);
   const workerPort = str('WORKER_PORT') === undefined ? undefined : int('WORKER_PORT', 0, 0, 65535);
   const host = str('HOST') ?? '0.0.0.0';
+  const metricsToken = str('METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters long');
 
   const databaseUrl = str('DATABASE_URL');
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -251,6 +267,8 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     workerPort,
     host,
+    setupCodeRequired: !isLoopbackHost(host),
+    metricsToken,
     databaseUrl,
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),
     network,

@@ -1,8 +1,8 @@
 /** `waygate serve`: opens the database, migrates, and runs the roles asked for until a signal. */
 import type { FastifyInstance } from 'fastify';
-import { buildApp, createServices } from './app.js';
+import type { Logger } from 'pino';
+import { buildApp, createServices, type Services } from './app.js';
 import { ConfigError, type Config, type Role } from './config.js';
-import { countAccounts } from './directory/account-store.js';
 import { startControlSocket } from './control-socket.js';
 import { openDatabase, type Database } from './platform/database.js';
 import { runMigrations } from './platform/migrate.js';
@@ -16,6 +16,24 @@ export interface RunningServer {
   /** Where it listens; undefined for a worker without WORKER_PORT. */
   address: string | undefined;
   stop(): Promise<void>;
+}
+
+/**
+ * Tells the operator of a fresh install how to claim it: the dashboard's sign-up, with the setup
+ * code unless the server listens on loopback only, or the CLI.
+ */
+async function announceFreshInstall(config: Config, services: Services, log: Logger): Promise<void> {
+  const cli = 'or create it with the CLI: waygate accounts create --email you@example.com --password <password>, then waygate tokens create --email you@example.com --name laptop';
+  if (!config.setupCodeRequired) {
+    log.info(`No account exists yet. Open ${config.publicUrl}/dashboard/signup to sign up as the first user, ${cli}`);
+    return;
+  }
+  const setupCode = await services.accounts.setupCode();
+  const setupUrl = `${config.publicUrl}/dashboard/signup?code=${setupCode}`;
+  log.warn(
+    { setupUrl, setupCode },
+    `No account exists yet. Claim this installation at ${setupUrl} (the first sign-up needs setup code ${setupCode}; it is valid until an account exists), ${cli}`,
+  );
 }
 
 /** `usage`: the CLI's usage text, for operator commands that reach this server through its control socket. */
@@ -53,13 +71,7 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
     // The embedded database is this process's alone: the CLI's operator commands come through here.
     if (database.kind === 'pglite') control = await startControlSocket(config.dataDir, database, log, usage);
     log.info({ version: VERSION, role, database: database.kind, network: config.network, address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)' }, 'waygate is up');
-    if ((await countAccounts(database)) === 0) {
-      app.log.info(
-        `No account exists yet. Open ${config.publicUrl}/dashboard to sign up as the first user, or stop the server and run: ` +
-          'npm run waygate -- accounts create --email you@example.com --password <password>, ' +
-          'then: npm run waygate -- tokens create --email you@example.com --name laptop',
-      );
-    }
+    if (role !== 'worker' && !(await services.accounts.hasUsers())) await announceFreshInstall(config, services, log);
     let stopping: Promise<void> | undefined;
     const running: RunningServer = {
       app,
