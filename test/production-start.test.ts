@@ -4,67 +4,20 @@
  * again on the same directory; and nothing the server imports at run time is a devDependency,
  * so `npm ci --omit=dev` plus the built output runs.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { builtinModules } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './cli-process.js';
+import { ensureBuilt, ROOT, startBuiltServer } from './cli-process.js';
 
 const tempDirs: string[] = [];
 afterAll(() => {
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-export interface BuiltServer {
-  process: ChildProcess;
-  origin: string;
-  /** Everything it printed so far. */
-  output(): string;
-  /** SIGTERM, then its exit code. */
-  stop(): Promise<number | null>;
-}
-
-/** Starts the built CLI's `serve` and resolves once it logs its address. */
-export function startBuiltServer(env: Record<string, string>, args: string[] = []): Promise<BuiltServer> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'serve', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: '', ...env },
-  });
-  let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start within 120 s:\n${output}`)), 120_000);
-    const read = (chunk: Buffer): void => {
-      output += chunk.toString();
-      const up = /"address":"(http:\/\/[^"]+)".*waygate is up/.exec(output);
-      if (!up) return;
-      clearTimeout(timer);
-      resolve({
-        process: child,
-        origin: up[1]!,
-        output: () => output,
-        async stop() {
-          child.kill('SIGTERM');
-          return exited;
-        },
-      });
-    };
-    child.stdout.on('data', read);
-    child.stderr.on('data', read);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`the server exited with ${code} before it was up:\n${output}`));
-    });
-  });
-}
-
-beforeAll(() => {
-  // The built output must match the sources under test (a no-op when it does).
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'scripts/ensure-build.mjs')], { cwd: ROOT, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`the build failed:\n${result.stdout}\n${result.stderr}`);
-}, 600_000);
+beforeAll(ensureBuilt, 600_000);
 
 describe('production start', () => {
   it('serves from the built output, stops on SIGTERM, and serves again on the same data directory', async () => {
