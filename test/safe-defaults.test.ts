@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { isLoopbackHost, loadConfig } from '../src/config.js';
+import { NODE_VERSION, VERSION } from '../src/platform/build-info.js';
 import { createTestApp, expectError, type TestContext } from './helpers.js';
 
 // Each test needs a fresh install of its own: a database of its own, which takes a while to open.
@@ -93,5 +94,27 @@ describe('METRICS_TOKEN', () => {
     ctx = await createTestApp();
     expect((await ctx.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
     expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 16 characters/);
+  }, 180_000);
+});
+
+describe('/metrics', () => {
+  it('exposes the webhook backlog and attempt latency, send → acknowledgement latency, failures by code, running bulk jobs and build info', async () => {
+    ctx = await createTestApp();
+    const body = (await ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
+    for (const [name, type] of [
+      ['waygate_webhook_backlog', 'gauge'],
+      ['waygate_webhook_attempt_duration_seconds', 'histogram'],
+      ['waygate_webhook_attempts_total', 'counter'],
+      ['waygate_send_ack_duration_seconds', 'histogram'],
+      ['waygate_message_failures_total', 'counter'],
+      ['waygate_bulk_jobs_running', 'gauge'],
+      ['waygate_build_info', 'gauge'],
+      ['waygate_queue_depth', 'gauge'],
+    ]) {
+      expect(body, name).toContain(`# TYPE ${name} ${type}`);
+    }
+    expect(body).toMatch(/^waygate_webhook_backlog 0$/m);
+    expect(body).toMatch(/^waygate_bulk_jobs_running 0$/m);
+    expect(body).toContain(`waygate_build_info{version="${VERSION}",node="${NODE_VERSION}"} 1`);
   }, 180_000);
 });
