@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ConversationService } from './conversations/conversation-service.js';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -35,8 +36,10 @@ import { errorHandlingOptions, installErrorHandler } from './http/error-handler.
 import { installRateLimit } from './http/rate-limit.js';
 import { docsCsp, installSecurityHeaders, securityHeaders } from './http/security-headers.js';
 import { installMetrics } from './platform/metrics.js';
+import { createLogger } from './platform/logger.js';
 import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { installLazySerializers } from './http/serialization.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
 import { OverviewService } from './messaging/overview-service.js';
@@ -110,6 +113,8 @@ export interface BuildAppOptions {
   apiRoutes?: boolean;
   /** Where log lines go (default stdout); tests pass a stream to read them. */
   logStream?: NonNullable<Exclude<FastifyServerOptions['logger'], boolean>>['stream'];
+  /** The process's logger (`serve` makes it before the app, to log the migrations); one is made from config otherwise. */
+  logger?: Logger;
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -118,14 +123,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const services = options.services ?? createServices(database, config);
 
   const decorate = securityHeaders({ publicUrl: config.publicUrl });
+  const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, ...(options.logStream ? { stream: options.logStream } : {}) });
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      ...(options.logStream ? { stream: options.logStream } : {}),
-      serializers: {
-        req: (request) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
-      },
-    },
+    loggerInstance: logger.child(
+      {},
+      { serializers: { req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }) } },
+    ) as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     genReqId: newRequestId,
     requestIdHeader: false,
@@ -154,6 +157,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(createValidatorCompiler());
+  installLazySerializers(app);
   app.decorateRequest('auth', null);
   app.decorateRequest('authError', null);
   installSecurityHeaders(app, decorate);
@@ -186,6 +190,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(healthRoutes, {
     ready: () => migrationsApplied(database),
     metrics: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
+    metricsToken: config.metricsToken,
   });
 
   app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => done(null, body));

@@ -5,8 +5,9 @@
  * Operator commands print results on stdout (`tokens create` prints only the token, so it can be
  * captured: TOKEN=$(waygate tokens create ...)) and problems on stderr with a non-zero exit.
  */
+import path from 'node:path';
 import v8 from 'node:v8';
-import { ConfigError, loadConfig, type Config, type Role } from './config.js';
+import { ConfigError, loadConfig, loadEnvFile, type Config, type Role } from './config.js';
 import { runThroughServer } from './control-socket.js';
 import { openDatabase } from './platform/database.js';
 import { DataDirLockedError } from './platform/data-dir-lock.js';
@@ -14,8 +15,11 @@ import { runMigrations } from './platform/migrate.js';
 import { whatsappDoctor } from './network/whatsapp/doctor.js';
 import { isOperatorCommand, parseCommandLine, reportFailure, runOperatorCommand, UsageError, type CommandValues, type Output } from './operator-commands.js';
 import { startServer } from './server.js';
+import { VERSION } from './platform/build-info.js';
+import { POSTGRES_BACKUP_ADVICE, RestoreRefusedError, restoreBackup } from './platform/embedded-backup.js';
 
 const USAGE = `Usage: waygate <command> [options]
+       waygate --version
 
 Commands:
   serve [--role all|api|worker]                      Run the service (default role: all)
@@ -26,6 +30,9 @@ Commands:
                                                      Prints only the token value
   tokens list --email E
   tokens revoke --id ID
+  backup --out FILE                                  Embedded database: a consistent copy, also while the server runs
+  restore FILE [--data-dir DIR] [--force]            Embedded database: unpack a backup into DATA_DIR (or DIR), which
+                                                     must be empty unless --force; the server must be stopped
   doctor whatsapp                                    Before linking a phone: is WhatsApp reachable, which
                                                      web version is used, does the auth store round-trip
 
@@ -57,6 +64,22 @@ async function operatorCommand(config: Config, argv: string[], command: string, 
   }
 }
 
+/** `restore FILE [--data-dir DIR] [--force]`: never through a server, which would hold the directory. */
+async function restore(config: Config, args: string[], values: CommandValues): Promise<number> {
+  const [file, ...extra] = args;
+  if (!file || extra.length > 0) throw new UsageError('restore takes one backup file: waygate restore FILE [--data-dir DIR] [--force]');
+  const dataDir = path.resolve(typeof values['data-dir'] === 'string' ? values['data-dir'] : config.dataDir);
+  try {
+    const facts = await restoreBackup(path.resolve(file), dataDir, values.force === true);
+    console.log(`Restored ${file} into ${dataDir}: ${facts.accounts} accounts, ${facts.messages} messages, ${facts.migrations} migrations applied (a newer build migrates it at start).`);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof RestoreRefusedError) && !(error instanceof DataDirLockedError)) throw error;
+    console.error(error instanceof DataDirLockedError ? `${error.message} Stop the server before restoring into its data directory.` : error.message);
+    return 1;
+  }
+}
+
 /** `doctor whatsapp`: checks a user runs on their own machine before linking a phone. */
 async function doctor(config: Config): Promise<number> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
@@ -75,12 +98,28 @@ async function doctor(config: Config): Promise<number> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { command, values } = parseCommandLine(argv);
+  const { command, values, args } = parseCommandLine(argv);
+  if (values.version) {
+    console.log(VERSION);
+    return 0;
+  }
   if (values.help || !command) {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
   }
+  loadEnvFile();
   const config = loadConfig();
+  if ((command === 'backup' || command === 'restore') && config.databaseUrl) {
+    console.error(`waygate ${command} is for the embedded database; DATABASE_URL is set. ${POSTGRES_BACKUP_ADVICE}`);
+    return 1;
+  }
+  if (command === 'backup') {
+    // The server that may run it writes the file itself: it gets the path as this shell means it.
+    if (typeof values.out !== 'string' || values.out === '') throw new UsageError('--out FILE is required');
+    const out = path.resolve(values.out);
+    return operatorCommand(config, ['backup', '--out', out], command, { ...values, out });
+  }
+  if (command === 'restore') return restore(config, args, values);
   if (isOperatorCommand(command)) return operatorCommand(config, argv, command, values);
   if (command === 'doctor whatsapp') return doctor(config);
   if (command !== 'serve') throw new UsageError(`Unknown command "${command}"`);

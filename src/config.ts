@@ -2,24 +2,35 @@
  * The only reader of process.env. Every variable is parsed and validated once, at start;
  * a bad value stops the process with a message that names every offending variable.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export type NetworkKind = 'sandbox' | 'whatsapp';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** json: one JSON object a line; pretty: readable lines (needs pino-pretty, a devDependency); auto: pretty at a terminal when it is installed. */
+export type LogFormat = 'json' | 'pretty' | 'auto';
 
 export interface Config {
   port: number;
   /** The port of a `--role worker` process's ops routes (/healthz, /readyz, /metrics); none unless WORKER_PORT is set. */
   workerPort: number | undefined;
   host: string;
+  /**
+   * The first dashboard sign-up of a fresh install must give the setup code printed in the log:
+   * true unless the server listens on loopback only (HOST 127.0.0.1, ::1 or localhost).
+   */
+  setupCodeRequired: boolean;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
+  metricsToken: string | undefined;
   databaseUrl: string | undefined;
   dataDir: string;
   network: NetworkKind;
   publicUrl: string;
   sessionSecret: string | undefined;
   logLevel: LogLevel;
+  logFormat: LogFormat;
   sendWaitMs: number;
   bulkDelayMs: { min: number; max: number };
   leaseMs: number;
@@ -114,6 +125,16 @@ export function parseDuration(text: string): number | undefined {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * Reads `.env` from the working directory into process.env, if there is one; a variable already
+ * set in the environment keeps its value. Returns the file's path when one was read.
+ */
+export function loadEnvFile(file = path.resolve('.env')): string | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  process.loadEnvFile(file);
+  return file;
+}
+
 /** The names proxy-addr (Fastify's trustProxy) understands besides addresses and ranges. */
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
@@ -124,6 +145,13 @@ function isCidr(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether `host` is reachable from this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (bare === 'localhost') return true;
+  return ipaddr.isValid(bare) && ipaddr.process(bare).range() === 'loopback';
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -164,6 +192,8 @@ export function loadConfig(env: Env = process.env): Config {
   const port = int('PORT', 3000, 0, 65535);
   const workerPort = str('WORKER_PORT') === undefined ? undefined : int('WORKER_PORT', 0, 0, 65535);
   const host = str('HOST') ?? '0.0.0.0';
+  const metricsToken = str('METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters long');
 
   const databaseUrl = str('DATABASE_URL');
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -243,12 +273,15 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     workerPort,
     host,
+    setupCodeRequired: !isLoopbackHost(host),
+    metricsToken,
     databaseUrl,
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),
     network,
     publicUrl: publicUrl.replace(/\/+$/, ''),
     sessionSecret,
     logLevel: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logFormat: oneOf('LOG_FORMAT', ['json', 'pretty', 'auto'] as const, 'auto'),
     sendWaitMs: int('SEND_WAIT_MS', 10_000, 0, 120_000),
     bulkDelayMs,
     leaseMs: int('LEASE_MS', 15_000, 1_000, 600_000),

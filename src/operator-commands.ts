@@ -4,7 +4,9 @@
  * for the CLI through its control socket (control-socket.ts), since PGlite serves one process.
  * Output goes through `out`, so both places print exactly the same.
  */
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { POSTGRES_BACKUP_ADVICE, writeBackup } from './platform/embedded-backup.js';
 import type { Database } from './platform/database.js';
 import { runMigrations } from './platform/migrate.js';
 import { AccountService } from './directory/accounts.js';
@@ -12,7 +14,10 @@ import { MAX_PAGE_SIZE } from './directory/contacts.js';
 import { TokenService } from './directory/tokens.js';
 import { AppError } from './platform/errors.js';
 
-export const OPERATOR_COMMANDS = ['migrate', 'accounts create', 'accounts set-plan', 'tokens create', 'tokens list', 'tokens revoke'] as const;
+export const OPERATOR_COMMANDS = ['migrate', 'accounts create', 'accounts set-plan', 'tokens create', 'tokens list', 'tokens revoke', 'backup'] as const;
+
+/** Commands of two words; any other command's further words are its arguments (`restore FILE`). */
+const COMMAND_GROUPS = new Set(['accounts', 'tokens', 'doctor']);
 
 export class UsageError extends Error {}
 
@@ -32,13 +37,19 @@ export const COMMAND_OPTIONS = {
   scopes: { type: 'string' },
   'expires-at': { type: 'string' },
   id: { type: 'string' },
+  out: { type: 'string' },
+  'data-dir': { type: 'string' },
+  force: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const;
 
-export function parseCommandLine(argv: string[]): { command: string; values: CommandValues } {
+export function parseCommandLine(argv: string[]): { command: string; values: CommandValues; args: string[] } {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: COMMAND_OPTIONS });
-  const [command, sub] = positionals;
-  return { command: command ? `${command}${sub ? ` ${sub}` : ''}` : '', values };
+  const [command, ...rest] = positionals;
+  if (!command) return { command: '', values, args: [] };
+  if (COMMAND_GROUPS.has(command) && rest.length > 0) return { command: `${command} ${rest[0]}`, values, args: rest.slice(1) };
+  return { command, values, args: rest };
 }
 
 export function isOperatorCommand(command: string): boolean {
@@ -106,6 +117,13 @@ export async function runOperatorCommand(database: Database, command: string, va
         out.stdout([t.id, `${t.prefix}…${t.last4}`, state, JSON.stringify(t.name), t.createdAt.toISOString(), t.lastUsedAt?.toISOString() ?? 'never used'].join('\t'));
       }
       if (tokens.length === 0) out.stderr('No tokens.');
+      return 0;
+    }
+    case 'backup': {
+      const file = path.resolve(need(values, 'out'));
+      if (database.kind !== 'pglite') throw new AppError('VALIDATION_ERROR', `waygate backup copies the embedded database only. ${POSTGRES_BACKUP_ADVICE}`);
+      const written = await writeBackup(database, file);
+      out.stdout(`Backup written to ${file}: ${(written.bytes / 1_048_576).toFixed(1)} MB, ${written.accounts} accounts, ${written.messages} messages, ${written.migrations} migrations applied.`);
       return 0;
     }
     case 'tokens revoke': {

@@ -63,6 +63,8 @@ export async function createTestApp(
 ): Promise<TestContext> {
   const config = loadConfig({
     LOG_LEVEL: 'silent',
+    // Listening on loopback only: a fresh install's first sign-up needs no setup code.
+    HOST: '127.0.0.1',
     RATE_LIMIT_PER_MINUTE: '100000',
     RATE_LIMIT_ANONYMOUS_PER_MINUTE: '100000',
     SANDBOX_RECEIPT_MS: '50',

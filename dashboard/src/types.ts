@@ -21,6 +21,8 @@ export interface SessionState {
   authenticated: boolean;
   signupOpen: boolean;
   freshInstall: boolean;
+  /** The first sign-up needs the setup code the server printed in its log. */
+  setupCodeRequired: boolean;
   network: string;
   tokenScopes: string[];
   user: { email: string; accountId: string } | null;

@@ -3,6 +3,7 @@
  * the network reports (QR, connection, receipts, incoming), and its dispatch loop — direct sends
  * before bulk, bulk paced by BULK_DELAY_MS with jitter, scheduled messages claimed when due.
  */
+import { sendAckSeconds } from '../platform/metrics.js';
 import type { Logger } from 'pino';
 import type { Bus } from '../platform/bus.js';
 import { BatchPump } from '../platform/batch-pump.js';
@@ -385,7 +386,10 @@ export class DeviceRunner {
       if (!outgoing) {
         return { message, result: { ok: false, permanent: true, code: 'REFERENCE_MISSING', message: 'The message reacted to is no longer stored' } };
       }
-      return { message, result: await session.send(outgoing) };
+      const handedAt = performance.now();
+      const result = await session.send(outgoing);
+      if (result.ok) sendAckSeconds.observe((performance.now() - handedAt) / 1000);
+      return { message, result };
     } catch (error) {
       return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
     }

@@ -47,6 +47,21 @@ export async function lockFirstUserSignup(tx: Queryable): Promise<void> {
   await tx.query('SELECT pg_advisory_xact_lock($1)', [FIRST_USER_LOCK_KEY]);
 }
 
+/** The setup code of a fresh install: the stored one, or `candidate` stored now when there is none. */
+export async function ensureSetupCode(db: Queryable, candidate: string): Promise<string> {
+  const [row] = await db.query<{ code: string }>(
+    `WITH inserted AS (INSERT INTO setup_codes (code) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING code)
+     SELECT code FROM inserted UNION ALL SELECT code FROM setup_codes LIMIT 1`,
+    [candidate],
+  );
+  return row!.code;
+}
+
+/** Forgets the setup code: an account exists, so the installation is claimed. */
+export async function deleteSetupCode(tx: Queryable): Promise<void> {
+  await tx.query('DELETE FROM setup_codes');
+}
+
 /** Inserts an account and its first user; a taken email fails with a unique violation. */
 export async function insertAccountWithUser(
   tx: Queryable,

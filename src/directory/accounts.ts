@@ -1,5 +1,6 @@
 /** Accounts (tenants), their dashboard users, plans and the usage of the current quota period. */
 import type { Database } from '../platform/database.js';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { hashPassword } from './passwords.js';
@@ -24,6 +25,9 @@ export interface CreatedAccount {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** 32 letters and digits without the look-alikes 0, 1, l and o: a byte modulo 32 picks one without bias. */
+const SETUP_CODE_ALPHABET = 'abcdefghijkmnpqrstuvwxyz23456789';
 
 /** The one form of an email everywhere (stored, looked up, compared): trimmed and lower-cased. */
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
@@ -69,6 +73,7 @@ export class AccountService {
           if (await store.anyUser(tx)) throw new AppError('FORBIDDEN', 'Sign-up is closed: this installation already has a user. Ask them to create your account.');
         }
         await store.insertAccountWithUser(tx, row);
+        await store.deleteSetupCode(tx);
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw new AppError('CONFLICT', `A user with email ${email} already exists`);
@@ -79,6 +84,24 @@ export class AccountService {
 
   async hasUsers(): Promise<boolean> {
     return store.anyUser(this.database);
+  }
+
+  /**
+   * The setup code that claims a fresh install (the first dashboard sign-up must give it where
+   * the server listens beyond loopback): made on first need, the same for every process, gone
+   * once an account exists. 100 random bits, as five groups of four characters.
+   */
+  async setupCode(): Promise<string> {
+    const bytes = randomBytes(20);
+    const candidate = Array.from(bytes, (byte) => SETUP_CODE_ALPHABET[byte % 32]).join('').replace(/(.{4})(?!$)/g, '$1-');
+    return store.ensureSetupCode(this.database, candidate);
+  }
+
+  /** Whether `given` is the setup code (case, spaces and dashes aside). */
+  async isSetupCode(given: string): Promise<boolean> {
+    // Digests of equal length, compared in constant time.
+    const digest = (code: string): Buffer => createHash('sha256').update(code.toLowerCase().replace(/[^a-z0-9]/g, '')).digest();
+    return timingSafeEqual(digest(given), digest(await this.setupCode()));
   }
 
   async findAccountIdByEmail(email: string): Promise<string | undefined> {

@@ -4,7 +4,9 @@
  * session from its cookie value. The cookie carries 32 random bytes; only their SHA-256 is
  * stored. Each session has its own CSRF token (synchronizer token), which state-changing
  * dashboard requests must echo in a header. With SESSION_SECRET set, the stored hash is an
- * HMAC keyed by it, so changing the secret signs every user out.
+ * HMAC keyed by it, so changing the secret signs every user out. On a server that listens beyond
+ * loopback, the first sign-up of a fresh install must give the setup code the server printed in
+ * its log, so a stranger who finds the address first cannot claim it.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../platform/database.js';
@@ -70,7 +72,14 @@ export class DashboardSessionService {
     private readonly signupPolicy: SignupPolicy,
     private readonly limits: SessionLimits = DEFAULT_SESSION_LIMITS,
     private readonly secret: string | undefined = undefined,
+    /** The first sign-up must give the install's setup code (AccountService.setupCode). */
+    private readonly requireSetupCode: boolean = false,
   ) {}
+
+  /** Whether a sign-up now must give the setup code: a fresh install that does not listen on loopback only. */
+  async setupCodeRequired(): Promise<boolean> {
+    return this.requireSetupCode && !(await this.accounts.hasUsers());
+  }
 
   private hashSessionId(value: string): string {
     return (this.secret ? createHmac('sha256', this.secret) : createHash('sha256')).update(value).digest('hex');
@@ -85,10 +94,19 @@ export class DashboardSessionService {
    * The first user of a fresh install gets an account on the `unlimited` plan (they run the
    * installation); with open sign-up, later users each get an account of their own on `free`.
    */
-  async signup(input: { email: string; password: string; name?: string | undefined }): Promise<NewSession> {
+  async signup(input: { email: string; password: string; name?: string | undefined; setupCode?: string | undefined }): Promise<NewSession> {
     const first = !(await this.accounts.hasUsers());
     if (!first && this.signupPolicy !== 'open') {
       throw new AppError('FORBIDDEN', 'Sign-up is closed: this installation already has a user. Ask them to create your account.');
+    }
+    if (first && this.requireSetupCode && !(await this.accounts.isSetupCode(input.setupCode ?? ''))) {
+      throw new AppError(
+        'FORBIDDEN',
+        input.setupCode
+          ? 'The setup code is not right: use the one in the sign-up link the server printed in its log'
+          : 'This installation is not claimed yet: the first sign-up needs the setup code the server printed in its log (open the sign-up link from the log)',
+        [{ field: 'setupCode', message: input.setupCode ? 'is not the setup code in the server log' : 'is required for the first sign-up' }],
+      );
     }
     const created = await this.accounts.createAccount({
       email: input.email,

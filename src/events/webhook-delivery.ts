@@ -20,7 +20,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '../platform/bus.js';
 import type { Database } from '../platform/database.js';
-import { webhookAttempts } from '../platform/metrics.js';
+import { webhookAttempts, webhookAttemptSeconds } from '../platform/metrics.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { webhookHeaders } from '../outbound/standard-webhooks.js';
 import { signingSecrets } from './webhook-service.js';
@@ -260,6 +260,7 @@ function judge(delivery: ClaimedRow, answer: Answer, schedule: number[]): Outcom
   const { statusCode, error } = answer;
   const attempts = delivery.attempts + 1;
   const base = { id: delivery.id, attempts, statusCode, error, latencyMs: answer.latencyMs, excerpt: answer.excerpt, attemptedAt: answer.attemptedAt };
+  webhookAttemptSeconds.observe(answer.latencyMs / 1000);
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
     webhookAttempts.inc({ result: 'delivered' });
     return { ...base, status: 'SUCCEEDED', nextAttemptAt: null, gone: null };

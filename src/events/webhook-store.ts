@@ -416,3 +416,9 @@ export async function recordOutcomes(db: Queryable, workerId: string, batch: Out
 export async function releaseClaims(db: Queryable, workerId: string, deliveryIds: string[]): Promise<void> {
   await db.query(`UPDATE webhook_deliveries SET ${CLEAR_CLAIM} WHERE id = ANY($1::text[]) AND claimed_by = $2`, [deliveryIds, workerId]);
 }
+
+/** Deliveries waiting (PENDING), for the backlog gauge: counted on the partial indexes of pending rows. */
+export async function countPendingDeliveries(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'PENDING'`);
+  return row?.n ?? 0;
+}

@@ -207,3 +207,9 @@ export async function announceFanOut(tx: Queryable): Promise<void> {
 export async function announceCancel(tx: Queryable, jobId: string): Promise<void> {
   await tx.query(`SELECT pg_notify('waygate_dispatch', 'cancel:' || $1::text)`, [jobId]);
 }
+
+/** Bulk jobs PROCESSING in every account, for the running-jobs gauge. */
+export async function countRunningJobs(db: Queryable): Promise<number> {
+  const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM bulk_jobs WHERE status = 'PROCESSING'`);
+  return row?.n ?? 0;
+}

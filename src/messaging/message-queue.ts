@@ -6,7 +6,7 @@
  */
 import type { Database } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
-import { messageTransitions } from '../platform/metrics.js';
+import { messageFailures, messageTransitions } from '../platform/metrics.js';
 import { workBudget } from '../platform/work-budget.js';
 import type { MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
@@ -118,6 +118,7 @@ export class MessageQueue {
     this.onEvents();
     if (sent.length > 0) messageTransitions.inc({ status: 'SENT' }, sent.length);
     if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
+    for (const failure of failed) messageFailures.inc({ code: failure.code });
     if (retry.length > 0) messageTransitions.inc({ status: 'RETRY' }, retry.length);
     const ended = new Set([...sent, ...failed.map((f) => f.id)]);
     this.chats?.outgoing(

@@ -43,6 +43,11 @@ export interface Database extends Queryable {
   pool?: pg.Pool;
   /** The PGlite instance, when embedded. */
   pglite?: PGlite;
+  /**
+   * Embedded only: a copy of the whole data directory (a gzipped tarball), taken after a
+   * checkpoint in one turn of the database, with what `read` finds in that same state.
+   */
+  snapshot?<T>(read: (tx: Queryable) => Promise<T>): Promise<{ facts: T; archive: Blob }>;
 }
 
 export interface PreparedStatement {
@@ -122,6 +127,17 @@ export const PGLITE_SETTINGS: Readonly<Record<string, string>> = { shared_buffer
 // Timestamps come back as Date objects from both drivers; int8 (count(*)) as a JS number.
 pg.types.setTypeParser(20, (value) => Number(value));
 
+/** Where PGlite keeps its files inside DATA_DIR. */
+export const pgliteDataPath = (dataDir: string): string => `${dataDir}/pgdata`;
+
+/** How every PGlite of Waygate starts: its extensions and settings. */
+export function pgliteOptions(): { extensions: { pg_trgm: typeof pg_trgm }; startParams: string[] } {
+  return {
+    extensions: { pg_trgm },
+    startParams: [...PGlite.defaultStartParams, ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
+  };
+}
+
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
     const pool = new pg.Pool({
@@ -194,10 +210,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const inMemory = options.dataDir.startsWith('memory://');
   const lock = inMemory ? undefined : lockDataDir(options.dataDir);
   try {
-    const pglite = await PGlite.create(inMemory ? options.dataDir : `${options.dataDir}/pgdata`, {
-      extensions: { pg_trgm },
+    const pglite = await PGlite.create(inMemory ? options.dataDir : pgliteDataPath(options.dataDir), {
+      ...pgliteOptions(),
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-      startParams: [...PGlite.defaultStartParams, ...Object.entries(PGLITE_SETTINGS).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
     });
     const db = drizzlePglite(pglite, { schema }) as unknown as Db;
     const turns = new TurnTaking();
@@ -211,6 +226,14 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         },
         async queryPrepared<T>(statement: PreparedStatement) {
           return turns.run(priority, async () => (await pglite.query<T>(statement.text, statement.values)).rows);
+        },
+        snapshot<T>(read: (tx: Queryable) => Promise<T>) {
+          // One turn: no statement of this process runs between the checkpoint, `read` and the copy.
+          return turns.run(priority, async () => {
+            await pglite.exec('CHECKPOINT');
+            const facts = await read({ query: async <R>(text: string, params: unknown[] = []) => (await pglite.query<R>(text, params)).rows });
+            return { facts, archive: await pglite.dumpDataDir('gzip') };
+          });
         },
         transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
           return turns.run(priority, () =>

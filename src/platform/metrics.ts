@@ -9,6 +9,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Database } from './database.js';
 import { countWaiting } from '../messaging/message-store.js';
 import { countDevicesByStatus } from '../devices/device-store.js';
+import { countPendingDeliveries } from '../events/webhook-store.js';
+import { countRunningJobs } from '../messaging/job-store.js';
+import { NODE_VERSION, VERSION } from './build-info.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'waygate_' });
@@ -42,6 +45,38 @@ export const webhookAttempts = new Counter({
   labelNames: ['result'] as const,
   registers: [registry],
 });
+
+/** Webhook delivery attempts' duration (request sent → answer or failure), whatever the result. */
+export const webhookAttemptSeconds = new Histogram({
+  name: 'waygate_webhook_attempt_duration_seconds',
+  help: 'Webhook delivery attempts: time from sending the request to the answer (or the failure)',
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+  registers: [registry],
+});
+
+/** A message handed to the network → the network's acknowledgement (SENT), on this worker. */
+export const sendAckSeconds = new Histogram({
+  name: 'waygate_send_ack_duration_seconds',
+  help: 'Outgoing messages: time from handing a message to the network to its acknowledgement (SENT)',
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20],
+  registers: [registry],
+});
+
+/** Messages this process ended FAILED, by the error code on their record. */
+export const messageFailures = new Counter({
+  name: 'waygate_message_failures_total',
+  help: 'Messages this process ended FAILED, by error code',
+  labelNames: ['code'] as const,
+  registers: [registry],
+});
+
+/** Which build runs: always 1, the facts are in the labels. */
+new Gauge({
+  name: 'waygate_build_info',
+  help: 'The Waygate version and the Node.js running it (value 1)',
+  labelNames: ['version', 'node'] as const,
+  registers: [registry],
+}).set({ version: VERSION, node: NODE_VERSION }, 1);
 
 /** The databases of the apps open in this process; gauges read the most recent one. */
 const databases: Database[] = [];
@@ -87,6 +122,26 @@ new Gauge({
     if (!rows) return;
     this.reset();
     for (const status of ['PENDING', 'CONNECTED', 'DISCONNECTED', 'LOGGED_OUT']) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
+  },
+});
+
+new Gauge({
+  name: 'waygate_webhook_backlog',
+  help: 'Webhook deliveries waiting to be delivered (PENDING: first attempts and retries)',
+  registers: [registry],
+  async collect() {
+    const n = await fromDatabase(countPendingDeliveries);
+    if (n !== undefined) this.set(n);
+  },
+});
+
+new Gauge({
+  name: 'waygate_bulk_jobs_running',
+  help: 'Bulk jobs PROCESSING (every account)',
+  registers: [registry],
+  async collect() {
+    const n = await fromDatabase(countRunningJobs);
+    if (n !== undefined) this.set(n);
   },
 });
 

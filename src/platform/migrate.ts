@@ -22,25 +22,51 @@ export const REPEATABLE_FOLDER = path.join(MIGRATIONS_FOLDER, 'repeatable');
 /** An arbitrary constant shared by every Waygate process: "wgmigrat". */
 const MIGRATION_LOCK_KEY = 0x77676d69;
 
-export async function runMigrations(database: Database): Promise<void> {
+/** Where runMigrations tells what it does (serve passes its logger; the CLI and tests pass none). */
+export interface MigrationLog {
+  info(fields: Record<string, unknown>, message: string): void;
+}
+
+/** How many migrations are recorded as applied (0 before the first run). */
+async function appliedCount(count: (sql: string) => Promise<number>): Promise<number> {
+  try {
+    return await count('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations');
+  } catch {
+    return 0;
+  }
+}
+
+/** Applies what is pending; returns how many numbered migrations this run applied. */
+export async function runMigrations(database: Database, log?: MigrationLog): Promise<{ applied: number }> {
+  const started = Date.now();
+  const known = expectedMigrationCount();
   if (database.kind === 'pglite') {
     const pglite = database.pglite!;
+    const count = async (sql: string): Promise<number> => (await pglite.query<{ n: number }>(sql)).rows[0]?.n ?? 0;
+    const before = await appliedCount(count);
+    log?.info({ applied: before, known }, 'migrations starting');
     await migratePglite(drizzlePglite(pglite), { migrationsFolder: MIGRATIONS_FOLDER });
-    await applyRepeatable({
-      exec: async (sql) => void (await pglite.exec(sql)),
-      count: async (sql) => (await pglite.query<{ n: number }>(sql)).rows[0]?.n ?? 0,
-    });
-    return;
+    await applyRepeatable({ exec: async (sql) => void (await pglite.exec(sql)), count });
+    const applied = (await appliedCount(count)) - before;
+    log?.info({ applied, durationMs: Date.now() - started }, 'migrations applied');
+    return { applied };
   }
   const client = await database.pool!.connect();
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const count = async (sql: string): Promise<number> => (await client.query<{ n: number }>(sql)).rows[0]?.n ?? 0;
+    const [{ locked }] = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [MIGRATION_LOCK_KEY])).rows as [{ locked: boolean }];
+    if (!locked) {
+      log?.info({}, 'migrations: another process holds the migration lock; waiting for it');
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    }
     try {
+      const before = await appliedCount(count);
+      log?.info({ applied: before, known }, 'migrations starting');
       await migratePg(drizzlePg(client), { migrationsFolder: MIGRATIONS_FOLDER });
-      await applyRepeatable({
-        exec: async (sql) => void (await client.query(sql)),
-        count: async (sql) => (await client.query<{ n: number }>(sql)).rows[0]?.n ?? 0,
-      });
+      await applyRepeatable({ exec: async (sql) => void (await client.query(sql)), count });
+      const applied = (await appliedCount(count)) - before;
+      log?.info({ applied, durationMs: Date.now() - started }, 'migrations applied');
+      return { applied };
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }

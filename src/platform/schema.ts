@@ -51,6 +51,13 @@ export const users = pgTable(
   (t) => [uniqueIndex('users_email_key').on(t.email), index('users_account_idx').on(t.accountId)],
 );
 
+/** The one-time setup code of a fresh install (one row at most, id always true); deleted when the first account is created. */
+export const setupCodes = pgTable('setup_codes', {
+  id: boolean('id').primaryKey().default(true),
+  code: text('code').notNull(),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
 export const apiTokens = pgTable(
   'api_tokens',
   {
@@ -646,6 +653,7 @@ export const schema = {
   plans,
   accounts,
   users,
+  setupCodes,
   apiTokens,
   usagePeriods,
   contacts,

@@ -55,6 +55,8 @@ export interface DashboardServer {
 export async function startDashboardServer(database: Database, env: Record<string, string> = {}): Promise<DashboardServer> {
   const config = loadConfig({
     LOG_LEVEL: 'silent',
+    // Listening on loopback only: a fresh install's first sign-up needs no setup code.
+    HOST: '127.0.0.1',
     SANDBOX_RECEIPT_MS: '200',
     SEND_WAIT_MS: '5000',
     LEASE_MS: '3000',

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { Link } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { api, ApiError } from '../api';
 import { useSession, useSetSession } from '../session';
 import type { SessionState } from '../types';
@@ -11,17 +11,22 @@ export function AuthPage({ mode }: { mode: 'login' | 'signup' }) {
   const setSession = useSetSession();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  // The sign-up link a fresh install prints in its log carries the setup code (?code=).
+  const [params] = useSearchParams();
+  const [setupCode, setSetupCode] = useState(() => params.get('code') ?? '');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const signupOpen = session.data?.signupOpen ?? false;
   const signup = mode === 'signup';
+  const needsSetupCode = signup && (session.data?.setupCodeRequired ?? false);
 
   const submit = async (event: FormEvent): Promise<void> => {
     event.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      setSession(await api<SessionState>(signup ? '/signup' : '/login', { method: 'POST', body: { email, password } }));
+      const body = needsSetupCode ? { email, password, setupCode } : { email, password };
+      setSession(await api<SessionState>(signup ? '/signup' : '/login', { method: 'POST', body }));
     } catch (caught) {
       setError(caught);
     } finally {
@@ -55,6 +60,11 @@ export function AuthPage({ mode }: { mode: 'login' | 'signup' }) {
               </p>
             ) : null}
             <ErrorBox error={error} title={signup ? 'Could not create the account.' : 'Could not log in.'} />
+            {needsSetupCode ? (
+              <Field label="Setup code" hint="Printed in the server's log at start; the sign-up link there fills it in." error={fieldError('setupCode')}>
+                {(props) => <input {...props} autoComplete="off" spellCheck={false} required value={setupCode} onChange={(e) => setSetupCode(e.target.value)} />}
+              </Field>
+            ) : null}
             <Field label="Email" error={fieldError('email')}>
               {(props) => <input {...props} type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />}
             </Field>

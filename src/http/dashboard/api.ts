@@ -79,6 +79,8 @@ const SessionView = Type.Object({
   signupOpen: Type.Boolean(),
   /** No user exists yet: whoever signs up now runs the installation. */
   freshInstall: Type.Boolean(),
+  /** Sign-up now needs the setup code printed in the server's log (a fresh install listening beyond loopback). */
+  setupCodeRequired: Type.Boolean(),
   network: Type.String(),
   tokenScopes: Type.Array(Type.String()),
   user: Type.Union([Type.Object({ email: Type.String(), accountId: Type.String() }), Type.Null()]),
@@ -110,6 +112,7 @@ async function view(options: DashboardApiOptions, session: DashboardSession | nu
     authenticated: session !== null,
     signupOpen: await options.sessions.signupOpen(),
     freshInstall: !(await options.services.accounts.hasUsers()),
+    setupCodeRequired: await options.sessions.setupCodeRequired(),
     network: options.config.network,
     tokenScopes: [...TOKEN_SCOPES],
     user: session ? { email: session.email, accountId: session.accountId } : null,
@@ -137,7 +140,15 @@ function openRoutes(scope: FastifyInstance, options: DashboardApiOptions): void 
 
   open.post(
     '/signup',
-    { schema: { body: Type.Object({ ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false }), response: { 201: SessionView } } },
+    {
+      schema: {
+        body: Type.Object(
+          { ...Credentials.properties, name: Type.Optional(Type.String({ maxLength: 200 })), setupCode: Type.Optional(Type.String({ maxLength: 100 })) },
+          { additionalProperties: false },
+        ),
+        response: { 201: SessionView },
+      },
+    },
     async (request, reply) => {
       const created = await sessions.signup(request.body);
       setCookie(options, request, reply, created);

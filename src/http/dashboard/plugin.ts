@@ -49,6 +49,7 @@ export async function dashboardPlugin(app: FastifyInstance, options: DashboardOp
     options.config.dashboardSignup,
     options.sessionLimits ?? DEFAULT_SESSION_LIMITS,
     options.config.sessionSecret,
+    options.config.setupCodeRequired,
   );
   const streams = new StreamRegistry();
   // Open event streams would hold the server open: end them as the app closes.

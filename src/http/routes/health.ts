@@ -1,15 +1,26 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { AppError } from '../../platform/errors.js';
 
 export interface HealthOptions {
   ready: () => Promise<boolean>;
   metrics: () => Promise<{ contentType: string; body: string }>;
+  /** When set, /metrics answers only `Authorization: Bearer <metricsToken>` (METRICS_TOKEN). */
+  metricsToken?: string | undefined;
+}
+
+/** Whether the request carries `Authorization: Bearer <token>`, compared in constant time. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1] ?? '';
+  const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(given), digest(token));
 }
 
 const Status = Type.Object({ status: Type.String(), checks: Type.Optional(Type.Object({}, { additionalProperties: Type.String() })) });
 
 /** Public operational routes: no token, no tenant data. */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { ready, metrics }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { ready, metrics, metricsToken }) => {
   app.get(
     '/healthz',
     { schema: { tags: ['ops'], summary: 'The process is up', security: [], response: { 200: Status } } },
@@ -33,8 +44,19 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app
 
   app.get(
     '/metrics',
-    { schema: { tags: ['ops'], summary: 'Prometheus metrics (text exposition format)', security: [], produces: ['text/plain'], response: { 200: Type.String() } } },
-    async (_request, reply) => {
+    {
+      schema: {
+        tags: ['ops'],
+        summary: 'Prometheus metrics (text exposition format); with METRICS_TOKEN set, only for `Authorization: Bearer <METRICS_TOKEN>`',
+        security: [],
+        produces: ['text/plain'],
+        response: { 200: Type.String() },
+      },
+    },
+    async (request, reply) => {
+      if (metricsToken !== undefined && !bearerMatches(request.headers.authorization, metricsToken)) {
+        throw new AppError('UNAUTHORIZED', 'GET /metrics needs the header Authorization: Bearer <METRICS_TOKEN>', undefined, { 'www-authenticate': 'Bearer realm="metrics"' });
+      }
       const { contentType, body } = await metrics();
       return reply.type(contentType).send(body);
     },
