@@ -62,7 +62,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   ctx = await createTestApp({ ...MESSAGING_ENV, ALLOW_PRIVATE_URLS: 'true', MEDIA_RETENTION_DAYS: '30' }, { worker: true });
-});
+}, 180_000);
 afterAll(async () => {
   await ctx?.close();
   server.closeAllConnections();
