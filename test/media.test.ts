@@ -48,8 +48,9 @@ beforeAll(async () => {
       const piece = Buffer.alloc(1024 * 1024, 1);
       for (let i = 0; i < 6; i++) response.write(piece);
       response.end();
-    } else if (url === '/video-100mb.mp4') {
-      response.writeHead(200, { 'content-type': 'video/mp4', 'content-length': 105 * 1024 * 1024 });
+    } else if (url === '/video-100mb.mp4' || url === '/sticker-20mb.webp') {
+      const megabytes = url === '/video-100mb.mp4' ? 105 : 20;
+      response.writeHead(200, { 'content-type': url.endsWith('.mp4') ? 'video/mp4' : 'image/webp', 'content-length': megabytes * 1024 * 1024 });
       response.on('error', () => undefined);
       response.write(Buffer.alloc(1024));
       // Never sends the rest: the declared length alone must fail the send.
@@ -61,7 +62,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   ctx = await createTestApp({ ...MESSAGING_ENV, ALLOW_PRIVATE_URLS: 'true', MEDIA_RETENTION_DAYS: '30' }, { worker: true });
-});
+}, 180_000);
 afterAll(async () => {
   await ctx?.close();
   server.closeAllConnections();
@@ -151,6 +152,11 @@ describe('incoming media, stored when it arrives', () => {
       expect(whole.statusCode, header).toBe(200);
       expect(whole.rawPayload.length).toBe(size);
     }
+    // HEAD: the headers alone.
+    const head = await ctx.app.inject({ method: 'HEAD', url: `/messages/${video.id}/media`, headers: tenant.headers });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-length']).toBe(String(size));
+    expect(head.rawPayload.length).toBe(0);
     // A cached copy: 304; an If-Range with another ETag: the whole file.
     expect((await media(tenant, video.id, { 'if-none-match': `"${sha256(data)}"` })).statusCode).toBe(304);
     expect((await media(tenant, video.id, { range: 'bytes=0-9', 'if-range': '"other"' })).statusCode).toBe(200);
@@ -162,7 +168,7 @@ describe('incoming media, stored when it arrives', () => {
     for (const message of received) expect(message).toEqual(await getOne(tenant, message.id));
     // Each file was downloaded once.
     for (const [, path] of kinds) expect(requests.get(path), path).toBe(1);
-  });
+  }, 120_000);
 
   it('404 for an unknown message, another account’s, an outgoing one, and one without a file', async () => {
     const tenant = await createTenant(ctx);
@@ -202,7 +208,7 @@ describe('incoming media, stored when it arrives', () => {
     expect(left!.n).toBe(0);
     const events = expectOk<{ data: { type: string; data: MessageBody }[] }>(await call(ctx, tenant, 'GET', '/events?limit=100')).data;
     expect(events.filter((e) => e.type === 'message.received').map((e) => e.data.media?.status)).toEqual(['FAILED', 'FAILED', 'FAILED']);
-  });
+  }, 120_000);
 
   it('files past MEDIA_RETENTION_DAYS are pruned in batches, and their messages say so', async () => {
     const tenant = await createTenant(ctx);
@@ -234,6 +240,8 @@ describe('files of sends: limits and unreachable URLs', () => {
     await linkDevice(ctx, tenant);
     const to = phone();
     const cases: [Record<string, unknown>, string][] = [
+      [{ type: 'STICKER', mediaUrl: `${origin}/sticker-20mb.webp` }, 'MEDIA_TOO_LARGE'],
+      // The same without a declared length: cut off at the cap (1 MB for a sticker).
       [{ type: 'STICKER', mediaUrl: `${origin}/huge.jpg` }, 'MEDIA_TOO_LARGE'],
       [{ type: 'VIDEO', mediaUrl: `${origin}/video-100mb.mp4`, content: 'big' }, 'MEDIA_TOO_LARGE'],
       [{ type: 'IMAGE', mediaUrl: `${origin}/nowhere.jpg`, content: 'gone' }, 'MEDIA_UNREACHABLE'],
@@ -244,7 +252,7 @@ describe('files of sends: limits and unreachable URLs', () => {
       expect(failed.error, String(body.mediaUrl)).toMatchObject({ code });
     }
     expect((await sandboxMessages(ctx, tenant, { to })).meta.total).toBe(0);
-  });
+  }, 60_000);
 });
 
 describe('parseRange', () => {

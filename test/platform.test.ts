@@ -181,6 +181,7 @@ describe('ops and docs', () => {
       ['get', '/messages'],
       ['get', '/messages/{id}'],
       ['post', '/messages/{id}/cancel'],
+      ['get', '/messages/{id}/media'],
       ['get', '/messages/bulk-jobs'],
       ['get', '/messages/bulk-jobs/{id}'],
       ['post', '/messages/bulk-jobs/{id}/cancel'],

@@ -189,8 +189,12 @@ describe('NETWORK=whatsapp through the API', () => {
       ['6281388888888', null, 'TEXT', 'is it in stock?'],
       ['6281399999999', '5550001@lid', 'IMAGE', 'this one'],
     ]);
-    // The media's metadata is stored and shown (the file stays on the network).
-    expect(received.map((e) => e.data.media)).toEqual([null, { mimeType: 'image/jpeg', sizeBytes: 48213 }]);
+    // The media's metadata is stored and shown; this message names no file to download (no url or
+    // directPath), which the record says (downloads: test/whatsapp-media.test.ts).
+    expect(received.map((e) => e.data.media)).toEqual([
+      null,
+      { mimeType: 'image/jpeg', sizeBytes: 48213, status: 'FAILED', error: { code: 'MEDIA_MISSING', message: expect.stringMatching(/no url or directPath/) } },
+    ]);
     const { body: stored } = await api<{ data: { media: unknown; direction: string } }>('GET', `/messages/${String(received[1]!.data.id)}`);
     expect(stored.data).toMatchObject({ direction: 'in', from: '6281399999999', fromLid: '5550001@lid', media: { mimeType: 'image/jpeg', sizeBytes: 48213 } });
     // A redelivery of the same message is not stored twice.

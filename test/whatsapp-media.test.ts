@@ -190,7 +190,7 @@ describe('incoming WhatsApp media', () => {
     expect((await download(document!)).headers['content-disposition']).toContain(`filename*=UTF-8''Invoice%207.pdf`);
     expect((await byNetworkId('WA-AUDIO'))?.media).toMatchObject({ seconds: 4 });
     expect(socket.reuploadRequests).toEqual([]);
-  });
+  }, 120_000);
 
   it('a file expired on WhatsApp (410) is asked of the sender’s phone again, then downloaded from its new path', async () => {
     const data = randomBytes(50_000);
@@ -228,5 +228,5 @@ describe('incoming WhatsApp media', () => {
 
     const events = expectOk<{ data: { type: string; data: MessageBody }[] }>(await ctx.app.inject({ method: 'GET', url: '/events?type=message.received&limit=100', headers: tenant.headers })).data;
     expect(events.map((e) => e.data.id)).toEqual(expect.arrayContaining([gone.id, corrupt.id]));
-  });
+  }, 60_000);
 });

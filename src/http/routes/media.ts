@@ -95,7 +95,8 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
       const { start, end } = range ?? { start: 0, end: file.sizeBytes - 1 };
       if (range) reply.status(206).header('content-range', `bytes ${start}-${end}/${file.sizeBytes}`);
       reply.header('content-length', end - start + 1);
-      if (request.method === 'HEAD' || end < start) return reply.send('');
+      // HEAD (Fastify's, from this route) keeps a stream's Content-Length and drains it: an empty one reads nothing.
+      if (request.method === 'HEAD' || end < start) return reply.send(Readable.from([]));
       return reply.send(Readable.from(readMedia(database, file, start, end)));
     },
   );
