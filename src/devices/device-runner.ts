@@ -46,9 +46,12 @@ export interface DeviceRunnerOptions {
 }
 
 const MAX_IDLE_WAIT_MS = 1_000;
-/** Edits, deletes and read receipts: how many per turn, and how long the loop idles (a wake-up comes with each new one). */
+/**
+ * Edits, deletes and read receipts: how many per turn, and how long the loop idles at most (each
+ * new one wakes it through the bus; a retry's time is known when it is written).
+ */
 const ACTIONS_PER_TURN = 20;
-const ACTIONS_IDLE_MS = 5_000;
+const ACTIONS_IDLE_MS = 30_000;
 /** Direct sends handed over by the API in this process: batches in flight at once. */
 const DIRECT_PIPELINES = 2;
 const RECONNECT_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -320,13 +323,21 @@ export class DeviceRunner {
     const session = this.session;
     if (this.stopped || !session || this.status !== 'CONNECTED' || !this.options.leaseValid()) return ACTIONS_IDLE_MS;
     const claimed = await this.options.queue.claimActions(this.deviceId, ACTIONS_PER_TURN);
-    if (claimed.length === 0) return ACTIONS_IDLE_MS;
+    if (claimed.length === 0) {
+      const retryIn = this.nextActionRetryAt - Date.now();
+      return retryIn > 0 ? Math.min(ACTIONS_IDLE_MS, retryIn) : ACTIONS_IDLE_MS;
+    }
     const results: { action: ClaimedAction; result: SendResult }[] = [];
     for (const action of claimed) results.push({ action, result: await performAction(session, action) });
-    const { failed } = await this.options.queue.finishActions(results);
+    const { failed, retry } = await this.options.queue.finishActions(results);
     for (const failure of failed) this.options.log.warn({ deviceId: this.deviceId, actionId: failure.id, code: failure.code }, `the network did not take an edit, delete or read receipt: ${failure.message}`);
+    const pending = this.nextActionRetryAt > Date.now() ? [this.nextActionRetryAt] : [];
+    if (retry.length > 0) this.nextActionRetryAt = Math.min(...pending, ...retry.map((r) => r.dueAt.getTime()));
     return 0;
   }
+
+  /** When the earliest action written for a retry is due (0: none). */
+  private nextActionRetryAt = 0;
 
   private capLoggedUntil = 0;
 

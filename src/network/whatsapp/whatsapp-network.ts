@@ -635,9 +635,13 @@ export class WhatsAppSession implements NetworkSession {
     return !this.closed && this.socket && this.socketState === 'open' ? this.socket : undefined;
   }
 
-  /** The chat a message of the device is in, as WhatsApp addresses it (a number's JID as looked up when sending). */
+  /**
+   * The chat a message of the device is in, as WhatsApp addresses it: a sent message's as looked
+   * up when it was sent (cached), a received one's by its sender's number (no look-up).
+   */
   private async chatOf(socket: WASocketLike, target: MessageRef): Promise<string> {
     if (target.chat.includes('@')) return target.chat;
+    if (!target.fromMe) return phoneToJid(target.chat);
     return (await this.resolveJid(socket, target.chat)) ?? phoneToJid(target.chat);
   }
 
