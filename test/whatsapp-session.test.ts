@@ -409,7 +409,7 @@ describe('receipts', () => {
 });
 
 describe('incoming messages', () => {
-  it('reports text and media (metadata and caption) with the sender\'s number; skips own, group, status and reaction messages', async () => {
+  it('reports text and media (metadata and caption) with the sender\'s number, a group member\'s message in its group chat; skips own, status and reaction messages', async () => {
     const h = await harness();
     const { socket } = await linked(h);
     socket.incoming([
@@ -429,11 +429,12 @@ describe('incoming messages', () => {
       { key: { remoteJid: 'status@broadcast', id: 'STS', fromMe: false }, message: { conversation: 'status' } },
       { key: { remoteJid: '6281311111111@s.whatsapp.net', id: 'RCT', fromMe: false }, message: { reactionMessage: { text: '👍' } } },
     ]);
-    await waitFor(() => eventsOf(h.events, 'incoming').length === 5, 2_000, 'five incoming');
+    await waitFor(() => eventsOf(h.events, 'incoming').length === 6, 2_000, 'six incoming');
     await sleep(50);
     const incoming = eventsOf(h.events, 'incoming');
-    expect(incoming.map((m) => m.networkMessageId)).toEqual(['IN1', 'IN2', 'IN3', 'IN4', 'IN5']);
+    expect(incoming.map((m) => m.networkMessageId)).toEqual(['IN1', 'IN2', 'IN3', 'IN4', 'IN5', 'GRP']);
     expect(incoming.every((m) => m.from === '6281311111111')).toBe(true);
+    expect(incoming[5]).toMatchObject({ messageType: 'TEXT', content: 'group', chat: '1203630@g.us' });
     expect(incoming[0]).toMatchObject({ messageType: 'TEXT', content: 'hi', at: new Date(1_700_000_000_000) });
     expect(incoming[1]).toMatchObject({ messageType: 'TEXT', content: 'a link https://x.test' });
     expect(incoming[2]).toMatchObject({ messageType: 'IMAGE', content: 'look', media: { mimeType: 'image/jpeg', sizeBytes: 2048 } });
