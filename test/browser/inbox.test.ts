@@ -6,6 +6,8 @@
  * chat marks it read, a reply from the box lands in the chat. At desktop and at phone width.
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -31,6 +33,11 @@ let page: Page;
 let token = '';
 let deviceId = '';
 let groupId = '';
+/** The phone's files on loopback: Waygate downloads each incoming one into its media store. */
+let phoneFiles: http.Server;
+let phoneFilesUrl = '';
+/** An Ogg page header and a few bytes: enough to be an audio/ogg file to download and serve. */
+const VOICE_NOTE = Buffer.concat([Buffer.from('OggS'), Buffer.alloc(60, 1)]);
 
 function screenshotOnFailure(name: string): void {
   onTestFailed(async () => {
@@ -78,7 +85,17 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     page.setDefaultTimeout(15_000);
   }, 180_000);
 
+  beforeAll(async () => {
+    phoneFiles = http.createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'audio/ogg', 'content-length': VOICE_NOTE.length });
+      response.end(VOICE_NOTE);
+    });
+    await new Promise<void>((resolve) => phoneFiles.listen(0, '127.0.0.1', resolve));
+    phoneFilesUrl = `http://127.0.0.1:${(phoneFiles.address() as AddressInfo).port}`;
+  });
+
   afterAll(async () => {
+    await new Promise((resolve) => phoneFiles?.close(resolve));
     await browser?.close();
     await server?.close();
   });
@@ -111,7 +128,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     // Every kind of message in Alice's chat.
     // Files on the dashboard's own origin (its CSP shows images from there): its icon as the photo.
     await incoming(ALICE, 'our shop', { type: 'IMAGE', mediaUrl: `${server.url}/dashboard/favicon.svg` });
-    await incoming(ALICE, '', { type: 'AUDIO', mediaUrl: `${server.url}/dashboard/voice.ogg` });
+    await incoming(ALICE, '', { type: 'AUDIO', mediaUrl: `${phoneFilesUrl}/voice.ogg` });
     await incoming(ALICE, '', { type: 'LOCATION', location: { latitude: -6.2, longitude: 106.8, name: 'Shop', address: 'Jl. Sudirman 1' } });
     await incoming(ALICE, '', { type: 'CONTACT', contacts: [{ name: 'Budi', phoneNumber: '6281399998888' }] });
     const poll = await publicApi<{ message: { id: string } }>('POST', '/messages/send', { type: 'POLL', content: 'Open on Sunday?', poll: { options: ['Yes', 'No'] }, recipients: [ALICE], deviceId });
@@ -125,7 +142,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await log.getByText('hi from alice').waitFor();
     await log.getByRole('img', { name: 'our shop' }).waitFor();
     await expect.poll(() => log.getByRole('img', { name: 'our shop' }).evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
-    expect(await log.locator('audio').count()).toBe(1);
+    await expect.poll(() => log.locator('audio').count()).toBe(1);
     expect(await log.getByRole('link', { name: 'Shop' }).getAttribute('href')).toContain('openstreetmap.org/?mlat=-6.2&mlon=106.8');
     await log.getByText('Budi').waitFor();
     const pollBubble = log.locator(`article[data-message="${poll.message.id}"]`);
