@@ -19,16 +19,16 @@ import Type, { type Static } from 'typebox';
 import { DateTime, NullableDateTime, type Jsonified } from '../platform/record-schema.js';
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
-export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER', 'LOCATION', 'CONTACT', 'POLL', 'REACTION'], { type: 'string' });
-export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
+export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string', title: 'MessageStatus' });
+export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER', 'LOCATION', 'CONTACT', 'POLL', 'REACTION'], { type: 'string', title: 'MessageType' });
+export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string', title: 'BulkJobStatus' });
 
 export const IncomingMediaSchema = Type.Object({
   mimeType: Type.String(),
   fileName: Type.Optional(Type.String()),
   sizeBytes: Type.Optional(Type.Integer()),
   seconds: Type.Optional(Type.Number({ description: 'Length of audio or video' })),
-});
+}, { title: 'IncomingMedia' });
 
 /** A LOCATION message's place. */
 export const LocationSchema = Type.Object({
@@ -36,26 +36,26 @@ export const LocationSchema = Type.Object({
   longitude: Type.Number({ minimum: -180, maximum: 180 }),
   name: Type.Optional(Type.String({ maxLength: 256 })),
   address: Type.Optional(Type.String({ maxLength: 512 })),
-});
+}, { title: 'Location' });
 
 /** One card of a CONTACT message (the vCard is built from it). */
 export const ContactCardSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 256 }),
   phoneNumber: Type.String({ minLength: 1, maxLength: 40, description: 'E.164, as digits' }),
-});
+}, { title: 'ContactCard' });
 
 /** A reaction: the emoji on a message ("" removes the reaction). */
 export const ReactionSchema = Type.Object({
   messageId: Type.Union([Type.String(), Type.Null()], { description: 'The message reacted to; null: a message Waygate does not know' }),
   emoji: Type.String({ description: 'Empty: the reaction was removed' }),
-});
+}, { title: 'Reaction' });
 
 /** A POLL message's choices and their tally (every voter's current choice). */
 export const PollRecordSchema = Type.Object({
   options: Type.Array(Type.String()),
   multiple: Type.Boolean({ description: 'Voters may pick more than one option' }),
   votes: Type.Array(Type.Object({ option: Type.String(), count: Type.Integer() })),
-});
+}, { title: 'Poll' });
 
 /** A message, sent or received. The API writes the fields in this order. */
 export const MessageSchema = Type.Object({
@@ -92,7 +92,7 @@ export const MessageSchema = Type.Object({
   reaction: Type.Union([ReactionSchema, Type.Null()], { description: 'REACTION' }),
   replyTo: Type.Union([Type.String(), Type.Null()], { description: 'The message this one quotes (null: none, or one Waygate does not know)' }),
   mentions: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'Phone numbers mentioned' }),
-});
+}, { title: 'Message' });
 
 /** A bulk job with its live counters. The API writes the fields in this order. */
 export const BulkJobSchema = Type.Object({
@@ -110,7 +110,7 @@ export const BulkJobSchema = Type.Object({
   createdAt: DateTime,
   completedAt: NullableDateTime,
   cancelledAt: NullableDateTime,
-});
+}, { title: 'BulkJob' });
 
 export type MessageStatus = Static<typeof MessageStatusSchema>;
 export type MessageType = Static<typeof MessageTypeSchema>;

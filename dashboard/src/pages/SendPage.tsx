@@ -156,6 +156,9 @@ export function SendPage() {
   );
 }
 
+/** A direct send's messages not yet handed to the network or acknowledged by it. */
+const WAITING: readonly string[] = ['SCHEDULED', 'QUEUED', 'SENDING'];
+
 function SendOutcome({ result }: { result: SendResult }) {
   if (result.jobId) {
     return (
@@ -170,7 +173,7 @@ function SendOutcome({ result }: { result: SendResult }) {
   }
   return (
     <div className="card" role="status" aria-labelledby="outcome-title">
-      <h2 id="outcome-title">{result.async ? 'Accepted' : 'Sent'}</h2>
+      <h2 id="outcome-title">{result.messages?.some((message) => WAITING.includes(message.status)) ? 'Accepted' : 'Sent'}</h2>
       <ul className="plain">
         {result.messages?.map((message) => (
           <li key={message.id}>

@@ -21,14 +21,14 @@ const AccountSchema = Type.Object({
   period: Type.Object({ start: Timestamp, end: Timestamp }, { description: 'The current quota period, anchored on the day the plan started' }),
   usage: Type.Object({ messages: Type.Integer({ description: 'Messages counted in this period' }), contacts: Type.Integer() }),
   limits: Type.Object({ messages: NullableInt, devices: NullableInt, activeWebhooks: NullableInt }),
-});
+}, { title: 'Account' });
 
 export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService }> = async (app, { accounts }) => {
   app.get(
     '/account',
     {
       config: { scope: 'account:read' },
-      schema: { tags: ['account'], summary: 'The account: plan, current period, usage and limits', response: { 200: successData(AccountSchema), ...errorResponses('FORBIDDEN') } },
+      schema: { tags: ['account'], operationId: 'getAccount', summary: 'Read the account', description: 'The account: plan, current period, usage and limits.', response: { 200: successData(AccountSchema), ...errorResponses('FORBIDDEN') } },
     },
     async (request) => ({ success: true as const, data: await accounts.getSummary(auth(request).accountId) }),
   );
