@@ -118,7 +118,7 @@ export function openApiOptions(config: Config): FastifyDynamicSwaggerOptions {
           '`POST /v1/messages/send` is `POST /messages/send`. The document lists each path once; the ops routes ' +
           '(`/healthz`, `/readyz`, `/metrics`) exist only at the root.\n\n' +
           '**Authentication.** Send the token in the `x-api-key` header, or (less safe: it may end up in logs and browser history) ' +
-          'as the `token` query parameter, which is answered with a `Deprecation` header.\n\n' +
+          'as the `token` query parameter, which is answered with a `Warning: 299` header.\n\n' +
           '**Errors** are `{success: false, error: {code, message, details?}, requestId}` with the HTTP status of the code; ' +
           'every answer carries `X-Request-Id` and the `RateLimit-*` headers.\n\n' +
           '**Events** are delivered to your webhook endpoints as described under `webhooks`, signed per Standard Webhooks.',
@@ -132,7 +132,7 @@ export function openApiOptions(config: Config): FastifyDynamicSwaggerOptions {
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API token (wg_…), created in the dashboard or with POST /tokens' },
-          queryToken: { type: 'apiKey', in: 'query', name: 'token', description: 'The same token as a query parameter (less safe; answered with a Deprecation header)' },
+          queryToken: { type: 'apiKey', in: 'query', name: 'token', description: 'The same token as a query parameter (less safe; answered with a Warning: 299 header)' },
         },
       },
       security: [{ apiKey: [] }, { queryToken: [] }],
