@@ -99,7 +99,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       if (typeof key === 'string') {
         const result = await idempotency.run(accountId, key, request.body, run);
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
-        // A stored answer kept up to 24 h may predate `async` as the discriminator: it is a bulk job's answer exactly when it has a jobId.
+        // `async` is restated from the stored answer's shape (a bulk job's has a jobId), so a replay carries the discriminator whatever was stored.
         const body = result.body as Record<string, unknown>;
         return reply.status(result.statusCode as 200 | 202).send({ ...body, async: 'jobId' in body } as Awaited<ReturnType<typeof run>>['body']);
       }
