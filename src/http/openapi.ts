@@ -157,8 +157,7 @@ export function openApiOptions(config: Config): FastifyDynamicSwaggerOptions {
 function finishDocument(document: Json, config: Config): Json {
   const components = document.components as Json;
   const schemas: Record<string, Json> = {};
-  const hoist = (node: unknown): unknown => hoistNamed(node, schemas);
-  document.paths = hoist(document.paths);
+  document.paths = hoistNamed(document.paths, schemas);
 
   document.webhooks = webhooks(schemas);
   for (const [name, schema] of Object.entries(schemas)) {
@@ -280,14 +279,12 @@ function finishOperation(operation: Json, schemas: Record<string, Json>, config:
     if (id === 'sendMessage') headers['Idempotent-Replayed'] = ref('headers', 'Idempotent-Replayed');
     response.headers = headers;
     for (const [mediaType, media] of Object.entries(content ?? {})) {
-      if (media.example !== undefined || media.examples !== undefined) continue;
-      if (mediaType !== 'application/json') continue;
+      if (mediaType !== 'application/json' || media.example !== undefined || media.examples !== undefined) continue;
       const examples = RESPONSE_EXAMPLES[`${id} ${status}`];
       if (examples) media.examples = Object.fromEntries(examples.map(({ name, summary, value }) => [name, { summary, value }]));
       else media.example = exampleFor(media.schema, schemas);
     }
   }
-  if (!isOps && !responses['400']) responses['400'] = ref('responses', 'BadRequest');
 }
 
 /** The OpenAPI 3.1 `webhooks`: one delivery per event type, its body and the Standard Webhooks headers. */
@@ -316,7 +313,7 @@ function webhooks(schemas: Record<string, Json>): Json {
           post: {
             operationId: `on${name}`,
             tags: ['webhooks'],
-            summary: `${type}`,
+            summary: type,
             description: `${summary}. Answer 2xx within 15 s to acknowledge; anything else is retried (WEBHOOK_RETRY_SCHEDULE, honouring Retry-After); 410 Gone turns the endpoint off.`,
             security: [],
             parameters: Object.keys(WEBHOOK_PARAMETERS).map((header) => ref('parameters', header)),
