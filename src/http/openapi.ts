@@ -14,6 +14,7 @@
  *
  * Every operation must have an operationId and a tag: a route without one fails the document.
  */
+import { STATUS_CODES } from 'node:http';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { Config } from '../config.js';
 import { EVENT_PAYLOADS } from '../events/event-payloads.js';
@@ -167,9 +168,8 @@ function finishDocument(document: Json, config: Config): Json {
   components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
   components.headers = HEADERS;
   components.parameters = WEBHOOK_PARAMETERS;
-  components.responses = errorResponses();
-
   const operationIds = new Set<string>();
+  const errorStatuses = new Set<number>();
   for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, Json>>)) {
     for (const [method, operation] of Object.entries(item)) {
       const id = operation.operationId as string | undefined;
@@ -177,9 +177,10 @@ function finishDocument(document: Json, config: Config): Json {
       if (operationIds.has(id)) throw new Error(`OpenAPI: operationId ${id} is used twice`);
       operationIds.add(id);
       if (!Array.isArray(operation.tags) || operation.tags.length === 0) throw new Error(`OpenAPI: ${id} has no tag`);
-      finishOperation(operation, schemas, config);
+      finishOperation(operation, schemas, config, errorStatuses);
     }
   }
+  components.responses = errorResponses(errorStatuses);
   return document;
 }
 
@@ -219,15 +220,16 @@ function firstDifference(a: unknown, b: unknown, path: string): string | undefin
   return undefined;
 }
 
-function errorResponses(): Json {
+/** The shared error response of each status answered: the hand-written meaning, or the HTTP reason phrase. */
+function errorResponses(statuses: Set<number>): Json {
   const codesByStatus = new Map<number, ErrorCode[]>();
   for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) codesByStatus.set(status, [...(codesByStatus.get(status) ?? []), code]);
   return Object.fromEntries(
-    Object.entries(ERROR_RESPONSES).map(([status, { name, meaning, example: error }]) => {
-      const codes = codesByStatus.get(Number(status)) ?? [];
+    [...codesByStatus].filter(([status]) => statuses.has(status)).map(([status, codes]) => {
+      const { name, meaning, example: error } = errorResponseOf(status, codes);
       const headers: Json = { 'X-Request-Id': ref('headers', 'X-Request-Id') };
-      if (Number(status) !== 500 && Number(status) !== 503) for (const header of RATE_LIMIT_HEADERS) headers[header] = ref('headers', header);
-      if (Number(status) === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
+      if (status < 500) for (const header of RATE_LIMIT_HEADERS) headers[header] = ref('headers', header);
+      if (status === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
       const example = { success: false, error, requestId: 'req_Xk2pQ9aZ1' };
       return [
         name,
@@ -241,6 +243,13 @@ function errorResponses(): Json {
   );
 }
 
+function errorResponseOf(status: number, codes: ErrorCode[]): { name: string; meaning: string; example: Json } {
+  const known = ERROR_RESPONSES[status];
+  if (known) return known;
+  const reason = STATUS_CODES[status] ?? `HTTP ${status}`;
+  return { name: reason.replace(/[^A-Za-z]+(.)?/g, (_, next: string | undefined) => (next ?? '').toUpperCase()), meaning: reason, example: { code: codes[0], message: reason } };
+}
+
 const SUCCESS_DESCRIPTIONS: Record<string, string> = { '200': 'OK', '201': 'Created', '202': 'Accepted' };
 /** Answers that say more than their status, by `operationId status`. */
 const RESPONSE_DESCRIPTIONS: Record<string, string> = {
@@ -249,7 +258,7 @@ const RESPONSE_DESCRIPTIONS: Record<string, string> = {
   'getReadiness 503': 'Not ready: `checks` names what failed',
 };
 
-function finishOperation(operation: Json, schemas: Record<string, Json>, config: Config): void {
+function finishOperation(operation: Json, schemas: Record<string, Json>, config: Config, errorStatuses: Set<number>): void {
   const id = operation.operationId as string;
   const isOps = (operation.tags as string[]).includes('ops');
   // The ops routes are not under /v1.
@@ -267,9 +276,10 @@ function finishOperation(operation: Json, schemas: Record<string, Json>, config:
     const content = response.content as Record<string, Json> | undefined;
     const schema = content?.['application/json']?.schema as Json | undefined;
     if (code >= 400 && schema?.$ref === '#/components/schemas/Error') {
-      const shared = ERROR_RESPONSES[code];
-      if (!shared) throw new Error(`OpenAPI: ${id} answers ${code}, which has no shared error response`);
-      responses[status] = ref('responses', shared.name);
+      const codes = (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).filter(([, value]) => value === code).map(([name]) => name);
+      if (codes.length === 0) throw new Error(`OpenAPI: ${id} answers ${code}, which no error code has`);
+      responses[status] = ref('responses', errorResponseOf(code, codes).name);
+      errorStatuses.add(code);
       continue;
     }
     response.description = RESPONSE_DESCRIPTIONS[`${id} ${status}`] ?? (response.description === 'Default Response' ? SUCCESS_DESCRIPTIONS[status] : response.description);
