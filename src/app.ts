@@ -37,6 +37,7 @@ import { installRateLimit } from './http/rate-limit.js';
 import { docsCsp, installSecurityHeaders, securityHeaders } from './http/security-headers.js';
 import { installMetrics } from './platform/metrics.js';
 import { createLogger } from './platform/logger.js';
+import { openApiOptions } from './http/openapi.js';
 import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { installLazySerializers } from './http/serialization.js';
@@ -164,26 +165,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   installErrorHandler(app);
   const registry = installMetrics(app, database);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'Waygate API',
-        version: '1.0.0',
-        description:
-          'Self-hostable messaging gateway. Every path is served identically at `/PATH` and `/v1/PATH`. ' +
-          'Authenticate with the `x-api-key` header (or the less secure `token` query parameter). ' +
-          'Errors: `{success:false, error:{code,message,details?}, requestId}`.',
-      },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-          queryToken: { type: 'apiKey', in: 'query', name: 'token' },
-        },
-      },
-      security: [{ apiKey: [] }, { queryToken: [] }],
-    },
-  });
+  await app.register(swagger, openApiOptions(config));
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, transformStaticCSP: docsCsp });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

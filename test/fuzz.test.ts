@@ -122,15 +122,19 @@ function operations(): Operation[] {
         parameters?: Operation['parameters'];
         requestBody?: { content: Record<string, { schema: Schema }> };
         security?: unknown[];
+        tags?: string[];
       };
       const [contentType, content] = Object.entries(spec.requestBody?.content ?? {})[0] ?? [];
-      list.push({
+      const operation: Operation = {
         method: method.toUpperCase(),
         path: route,
         parameters: spec.parameters ?? [],
         ...(contentType && content ? { body: { contentType, schema: resolve(content.schema) } } : {}),
         secured: !(Array.isArray(spec.security) && spec.security.length === 0),
-      });
+      };
+      list.push(operation);
+      // The document lists each path once; every API path also answers under /v1 (its second server).
+      if (!spec.tags?.includes('ops')) list.push({ ...operation, path: `/v1${route}` });
     }
   }
   return list;

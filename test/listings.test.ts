@@ -229,12 +229,14 @@ describe('capped count', () => {
 
   it('documents cursor, totalExact and nextCursor in the OpenAPI document', async () => {
     const document = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
-      paths: Record<string, { get?: { parameters?: { name: string; in: string }[]; responses: Record<string, { content: Record<string, { schema: { properties: { meta: { properties: Record<string, unknown> } } } }> }> } }>;
+      paths: Record<string, { get?: { parameters?: { name: string; in: string }[]; responses: Record<string, { content: Record<string, { schema: { properties: { meta: { $ref: string } } } }> }> } }>;
+      components: { schemas: Record<string, { properties: Record<string, unknown> }> };
     };
     for (const route of ['/messages', '/messages/bulk-jobs', '/webhooks/{id}/deliveries']) {
       const operation = document.paths[route]?.get;
       expect(operation?.parameters?.some((parameter) => parameter.name === 'cursor' && parameter.in === 'query'), route).toBe(true);
-      const meta = operation!.responses['200']!.content['application/json']!.schema.properties.meta.properties;
+      const metaRef = operation!.responses['200']!.content['application/json']!.schema.properties.meta.$ref;
+      const meta = document.components.schemas[metaRef.split('/').pop()!]!.properties;
       expect(Object.keys(meta).sort(), route).toEqual(['limit', 'nextCursor', 'page', 'total', 'totalExact']);
     }
   });

@@ -1,5 +1,6 @@
 import { validate as validateOpenApi } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_TYPES } from '../src/events/event-store.js';
 import { createTenant, createTestApp, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
@@ -196,9 +197,39 @@ describe('ops and docs', () => {
     for (const [method, path] of expected) {
       expect(paths[path]?.[method], `${method} ${path}`).toBeDefined();
       if (!['/healthz', '/readyz', '/metrics'].includes(path)) {
-        expect(paths[`/v1${path}`]?.[method], `${method} /v1${path}`).toBeDefined();
         expect(Object.keys(paths[path]![method]!.responses)).toEqual(expect.arrayContaining(['400', '401', '429', '500']));
       }
     }
+    // The /v1 form of every path is documented once, as the second server, and answers the same.
+    expect(Object.keys(paths).filter((path) => path.startsWith('/v1'))).toEqual([]);
+    expect(document.servers.map((server: { url: string }) => server.url)).toEqual([ctx.config.publicUrl, `${ctx.config.publicUrl}/v1`]);
+    const tenant = await createTenant(ctx);
+    for (const [method, path] of expected.filter(([, path]) => path === '/contacts' || path === '/account')) {
+      const [root, v1] = await Promise.all(['', '/v1'].map((prefix) => ctx.app.inject({ method: method.toUpperCase() as 'GET', url: `${prefix}${path}`, headers: tenant.headers })));
+      expect(v1!.statusCode).toBe(root!.statusCode);
+      expect(Object.keys(v1!.json())).toEqual(Object.keys(root!.json()));
+    }
+  });
+
+  it('names every operation and its records, describes every answer and documents the events as webhooks', async () => {
+    const document = (await ctx.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const operations = Object.values(document.paths as Record<string, Record<string, Record<string, unknown>>>).flatMap((item) => Object.values(item));
+    expect(operations.length).toBeGreaterThan(50);
+    for (const operation of operations) {
+      expect(operation.operationId).toMatch(/^[a-z][A-Za-z]+$/);
+      expect((operation.tags as string[]).length).toBe(1);
+      expect(operation.description).toEqual(expect.any(String));
+      for (const response of Object.values(operation.responses as Record<string, { description?: string; $ref?: string }>)) {
+        expect(response.$ref ?? response.description).not.toMatch(/Default Response/);
+      }
+    }
+    const schemas = document.components.schemas as Record<string, unknown>;
+    for (const name of ['Message', 'BulkJob', 'Contact', 'Group', 'Device', 'Webhook', 'WebhookDelivery', 'Event', 'Token', 'Error', 'DirectSendResult', 'BulkSendResult']) {
+      expect(schemas[name], name).toBeDefined();
+    }
+    // The records are referenced, not copied: no inline object in a path carries a record's title.
+    expect(JSON.stringify(document.paths)).not.toMatch(/"title"/);
+    expect(Object.keys(document.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
+    expect(Object.keys(document.components.parameters)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
   });
 });

@@ -40,7 +40,7 @@ describe('a scheduled direct send', () => {
     const scheduledAt = new Date(Date.now() + 1_500);
     const response = await send(ctx, tenant, { type: 'TEXT', content: 'on time', recipients: phones(2), scheduledAt: scheduledAt.toISOString() });
     const body = expectOk<DirectSendBody>(response, 202);
-    expect(body.async).toBe(true);
+    expect(body.async).toBe(false);
     for (const message of body.messages) {
       expect(message).toMatchObject({ status: 'SCHEDULED', sentAt: null, queuedAt: null, attempts: 0 });
       expect(time(message.scheduledAt)).toBe(scheduledAt.getTime());

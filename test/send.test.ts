@@ -191,7 +191,8 @@ describe('accepted forms and recipients', () => {
     expect(body).toMatchObject({ success: true, status: 'PROCESSING', totalContacts: 11 });
     expect(body.jobId).toMatch(/^job_/);
     expect(body.message).toMatch(/\b11 recipients\b/);
-    expect(body).not.toHaveProperty('async');
+    // async: true tells a bulk job's answer from a direct send's (async: false).
+    expect(body.async).toBe(true);
     expect(body).not.toHaveProperty('messages');
     const job = await waitForJob(ctx, tenant, body.jobId as string, (j) => j.status === 'COMPLETED', 'COMPLETED');
     expect(job).toMatchObject({ totalContacts: 11, sentCount: 11, failedCount: 0 });
@@ -315,7 +316,8 @@ describe('the device a message is sent from', () => {
 
     const response = await send(ctx, tenant, text([phone()]));
     const body = expectOk<DirectSendBody>(response, 202);
-    expect(body.async).toBe(true);
+    // Still a direct send (async: false): its message is in the answer; 202 says it is not acknowledged yet.
+    expect(body.async).toBe(false);
     expect(body.message.status).toBe('QUEUED');
     expect(body.message.deviceId).toBe(device.id);
     expect(body.message.sentAt).toBeNull();

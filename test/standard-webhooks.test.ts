@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { newWebhookSecret, signPayload, webhookHeaders } from '../src/outbound/standard-webhooks.js';
+import { newWebhookSecret, signPayload, verifyWebhook, WebhookVerificationError, webhookHeaders } from '../src/outbound/standard-webhooks.js';
 
 const now = (): number => Math.floor(Date.now() / 1000);
 const body = JSON.stringify({ type: 'message.status', timestamp: '2025-01-01T00:00:00.000Z', seq: 7, data: { id: 'msg_1', status: 'DELIVERED' } });
@@ -111,5 +111,23 @@ describe('webhookHeaders', () => {
   it('refuses to sign without a secret or with a fractional timestamp', () => {
     expect(() => webhookHeaders({ id: 'whd_none', timestamp: now(), body, secrets: [] })).toThrow(/secret/);
     expect(() => signPayload(newWebhookSecret(), 'whd_f', 1.5, body)).toThrow(/integer/);
+  });
+});
+
+describe('verifyWebhook', () => {
+  it('accepts what the reference library signs, under either secret of a rotation, and refuses the rest', () => {
+    const secret = newWebhookSecret();
+    const previous = newWebhookSecret();
+    const at = new Date();
+    const headers = { 'webhook-id': 'evt_1', 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign('evt_1', at, body) };
+    expect(() => verifyWebhook({ secret, headers, body })).not.toThrow();
+    expect(() => verifyWebhook({ secret: [previous, secret], headers: new Headers(headers), body })).not.toThrow();
+    const rotated = webhookHeaders({ id: 'evt_2', timestamp: at, body, secrets: [secret, previous] });
+    expect(() => verifyWebhook({ secret: previous, headers: rotated, body })).not.toThrow();
+    expect(() => verifyWebhook({ secret: previous, headers, body })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhook({ secret, headers, body: `${body} ` })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhook({ secret, headers: { ...headers, 'webhook-id': 'evt_9' }, body })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhook({ secret, headers, body, now: new Date(at.getTime() + 6 * 60_000) })).toThrow(/too far/);
+    expect(() => verifyWebhook({ secret, headers: { ...headers, 'webhook-timestamp': '1e9' }, body })).toThrow(/Invalid/);
   });
 });

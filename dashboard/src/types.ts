@@ -93,7 +93,8 @@ export interface SendResult {
   // Direct send
   message?: MessageJson;
   messages?: MessageJson[];
-  async?: boolean;
+  /** false for a direct send, true for a bulk job. */
+  async: boolean;
   // Bulk job
   jobId?: string;
   status?: string;

@@ -10,7 +10,7 @@ import Type, { type Static } from 'typebox';
 import { DateTime, NullableDateTime, type Jsonified } from '../platform/record-schema.js';
 
 /** PENDING → CONNECTED ⇄ DISCONNECTED → LOGGED_OUT */
-export const DeviceStatusSchema = Type.Union([Type.Literal('PENDING'), Type.Literal('CONNECTED'), Type.Literal('DISCONNECTED'), Type.Literal('LOGGED_OUT')]);
+export const DeviceStatusSchema = Type.Union([Type.Literal('PENDING'), Type.Literal('CONNECTED'), Type.Literal('DISCONNECTED'), Type.Literal('LOGGED_OUT')], { title: 'DeviceStatus' });
 
 /** A device (a linked number). The API writes the fields in this order. */
 export const DeviceSchema = Type.Object({
@@ -26,7 +26,7 @@ export const DeviceSchema = Type.Object({
   disconnectedAt: NullableDateTime,
   loggedOutAt: NullableDateTime,
   removedAt: NullableDateTime,
-});
+}, { title: 'Device' });
 
 export type DeviceStatus = Static<typeof DeviceStatusSchema>;
 /** A device on the server (timestamps are Date). */

@@ -22,7 +22,7 @@ export const WebhookHealthSchema = Type.Object({
   consecutiveFailures: Type.Integer({ description: 'Failed attempts since the last successful one (any delivery)' }),
   lastSuccessAt: NullableDateTime,
   lastFailureAt: NullableDateTime,
-});
+}, { title: 'WebhookHealth' });
 
 /** A webhook endpoint (never its secrets). The API writes the fields in this order. */
 export const WebhookSchema = Type.Object({
@@ -35,7 +35,7 @@ export const WebhookSchema = Type.Object({
   health: WebhookHealthSchema,
   createdAt: DateTime,
   updatedAt: DateTime,
-});
+}, { title: 'Webhook' });
 
 export type WebhookHealthState = Static<typeof WebhookHealthStateSchema>;
 /** An endpoint on the server (timestamps are Date). */

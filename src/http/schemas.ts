@@ -17,11 +17,14 @@ export const PageQuery = {
   ),
 };
 
-export const PageMeta = Type.Object({
-  total: Type.Integer(),
-  page: Type.Integer(),
-  limit: Type.Integer(),
-});
+export const PageMeta = Type.Object(
+  {
+    total: Type.Integer(),
+    page: Type.Integer(),
+    limit: Type.Integer(),
+  },
+  { title: 'PageMeta' },
+);
 
 /** Listings of tables without bound (src/platform/listing.ts): `page` or, to walk deep, `cursor`. */
 export const ListingQuery = {
@@ -41,9 +44,9 @@ export const ListingMeta = Type.Object({
   page: Type.Integer(),
   limit: Type.Integer(),
   nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
-});
+}, { title: 'ListingMeta' });
 
-export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
+export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() }, { title: 'FieldError' });
 
 export const ErrorResponse = Type.Object(
   {
@@ -55,7 +58,7 @@ export const ErrorResponse = Type.Object(
     }),
     requestId: Type.String(),
   },
-  { description: 'Error' },
+  { title: 'Error', description: 'Error' },
 );
 
 /** The error responses a route can give, keyed by HTTP status, for OpenAPI. */

@@ -19,13 +19,14 @@ import Type, { type Static } from 'typebox';
 import { DateTime, NullableDateTime, type Jsonified } from '../platform/record-schema.js';
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string' });
-export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER', 'LOCATION', 'CONTACT', 'POLL', 'REACTION'], { type: 'string' });
-export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string' });
+export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string', title: 'MessageStatus' });
+export const MessageTypeSchema = Type.Enum(['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'AUDIO', 'STICKER', 'LOCATION', 'CONTACT', 'POLL', 'REACTION'], { type: 'string', title: 'MessageType' });
+export const BulkJobStatusSchema = Type.Enum(['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'], { type: 'string', title: 'BulkJobStatus' });
 
 /** Where the file of an incoming media message is: in Waygate's media store, never stored, or pruned. */
 export const MediaStatusSchema = Type.Enum(['STORED', 'FAILED', 'EXPIRED'], {
   type: 'string',
+  title: 'MediaStatus',
   description:
     'STORED: GET /messages/:id/media serves it (mediaUrl); FAILED: the download failed after its retries (see error); EXPIRED: pruned after MEDIA_RETENTION_DAYS',
 });
@@ -40,7 +41,7 @@ export const IncomingMediaSchema = Type.Object(
     sha256: Type.Optional(Type.String({ description: 'Hex SHA-256 of the stored file (its ETag)' })),
     error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() }, { description: 'Why the file could not be stored (FAILED)' })),
   },
-  { description: 'Absent status: received before Waygate stored files' },
+  { title: 'IncomingMedia', description: 'Absent status: received before Waygate stored files' },
 );
 
 /** A LOCATION message's place. */
@@ -49,26 +50,26 @@ export const LocationSchema = Type.Object({
   longitude: Type.Number({ minimum: -180, maximum: 180 }),
   name: Type.Optional(Type.String({ maxLength: 256 })),
   address: Type.Optional(Type.String({ maxLength: 512 })),
-});
+}, { title: 'Location' });
 
 /** One card of a CONTACT message (the vCard is built from it). */
 export const ContactCardSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 256 }),
   phoneNumber: Type.String({ minLength: 1, maxLength: 40, description: 'E.164, as digits' }),
-});
+}, { title: 'ContactCard' });
 
 /** A reaction: the emoji on a message ("" removes the reaction). */
 export const ReactionSchema = Type.Object({
   messageId: Type.Union([Type.String(), Type.Null()], { description: 'The message reacted to; null: a message Waygate does not know' }),
   emoji: Type.String({ description: 'Empty: the reaction was removed' }),
-});
+}, { title: 'Reaction' });
 
 /** A POLL message's choices and their tally (every voter's current choice). */
 export const PollRecordSchema = Type.Object({
   options: Type.Array(Type.String()),
   multiple: Type.Boolean({ description: 'Voters may pick more than one option' }),
   votes: Type.Array(Type.Object({ option: Type.String(), count: Type.Integer() })),
-});
+}, { title: 'Poll' });
 
 /** A message, sent or received. The API writes the fields in this order. */
 export const MessageSchema = Type.Object({
@@ -114,7 +115,7 @@ export const MessageSchema = Type.Object({
     description: 'When the message was deleted for everyone (DELETE /messages/:id, or by its sender); `content` is kept',
   }),
   chatId: Type.String({ description: 'The chat it belongs to (GET /chats/:chatId): the other party, or the group (<digits>@g.us)' }),
-});
+}, { title: 'Message' });
 
 /** A bulk job with its live counters. The API writes the fields in this order. */
 export const BulkJobSchema = Type.Object({
@@ -132,7 +133,7 @@ export const BulkJobSchema = Type.Object({
   createdAt: DateTime,
   completedAt: NullableDateTime,
   cancelledAt: NullableDateTime,
-});
+}, { title: 'BulkJob' });
 
 export type MessageStatus = Static<typeof MessageStatusSchema>;
 export type MessageType = Static<typeof MessageTypeSchema>;

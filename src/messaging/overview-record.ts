@@ -21,7 +21,8 @@ export const OutcomeCountsSchema = Type.Object({
   incoming: Type.Integer({ description: 'Messages received' }),
 });
 
-const Rate = Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()]);
+/** A share from 0 to 1, null when its denominator is 0. */
+const rate = (description: string) => Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description });
 
 export const WarmupSchema = Type.Object(
   {
@@ -41,9 +42,9 @@ export const OverviewSchema = Type.Object({
   to: Day,
   totals: OutcomeCountsSchema,
   rates: Type.Object({
-    delivery: Type.Union([Rate], { description: 'delivered / sent; null when nothing was sent' }),
-    read: Type.Union([Rate], { description: 'read / delivered; null when nothing was delivered' }),
-    failure: Type.Union([Rate], { description: 'failed / (sent + failed); null when nothing ended' }),
+    delivery: rate('delivered / sent; null when nothing was sent'),
+    read: rate('read / delivered; null when nothing was delivered'),
+    failure: rate('failed / (sent + failed); null when nothing ended'),
   }),
   daily: Type.Array(Type.Object({ day: Day, ...OutcomeCountsSchema.properties }), { description: 'Every day from `from` to `to`, oldest first' }),
   failuresByCode: Type.Array(Type.Object({ code: Type.String(), count: Type.Integer() }), { description: 'Most frequent first' }),

@@ -60,8 +60,8 @@ const CAPTIONED: readonly MessageType[] = ['IMAGE', 'VIDEO', 'DOCUMENT'];
 const WITHOUT_TEXT: readonly MessageType[] = ['AUDIO', 'STICKER', 'CONTACT', 'REACTION'];
 
 export type SendResponse =
-  | { statusCode: 200 | 202; body: { success: true; message: Message; messages: Message[]; async: boolean } }
-  | { statusCode: 202; body: { success: true; jobId: string; status: 'PROCESSING' | 'SCHEDULED'; message: string; totalContacts: number } };
+  | { statusCode: 200 | 202; body: { success: true; message: Message; messages: Message[]; async: false } }
+  | { statusCode: 202; body: { success: true; jobId: string; status: 'PROCESSING' | 'SCHEDULED'; message: string; totalContacts: number; async: true } };
 
 /** The text, a media message's caption, a poll's question or a location's comment. */
 function checkContent(input: SendInput, type: MessageType, errors: FieldError[]): string {
@@ -287,13 +287,17 @@ export class MessageService {
     await ticket.wait(this.sendWaitMs, async () => (await store.countUnsettled(this.database, ids)) === 0);
   }
 
-  /** 200 once every message is settled, else 202; an in-process worker handed its rows over with the acknowledgement. */
+  /**
+   * 200 once every message is settled, else 202; an in-process worker handed its rows over with the
+   * acknowledgement. `async` is false for every direct send (the seed's single send) and true only
+   * for a bulk job, so a client tells the two answers apart by it.
+   */
   private async directResponse(ids: string[], ticket: AckTicket | undefined): Promise<SendResponse> {
     const rows: MessageRow[] = ticket && ids.every((id) => ticket.rows.has(id)) ? ids.map((id) => ticket.rows.get(id)!) : await store.getMessages(this.database, ids);
     const byId = new Map(rows.map((row) => [row.id, toMessage(row)]));
     const messages = ids.map((id) => byId.get(id)!);
     const settled = messages.every((m) => isSettled(m.status));
-    return { statusCode: settled ? 200 : 202, body: { success: true, message: messages[0]!, messages, async: !settled } };
+    return { statusCode: settled ? 200 : 202, body: { success: true, message: messages[0]!, messages, async: false } };
   }
 
   /** Accepts a bulk job: its recipients frozen and its quota reserved in one transaction; a worker fans it out. */
@@ -322,7 +326,7 @@ export class MessageService {
     messageTransitions.inc({ status: 'ACCEPTED' }, total);
     const when = scheduled ? `, scheduled for ${valid.scheduledAt!.toISOString()}` : '';
     const message = `Bulk job ${jobId} created for ${total} recipient${total === 1 ? '' : 's'}${when}`;
-    return { statusCode: 202, body: { success: true, jobId, status, totalContacts: total, message } };
+    return { statusCode: 202, body: { success: true, jobId, status, totalContacts: total, message, async: true } };
   }
 
   async list(accountId: string, options: ListingRequest & Omit<store.MessageFilter, 'peer'> & { to?: string | undefined }): Promise<Listing<Message>> {

@@ -8,8 +8,11 @@
  * - `webhook-signature` is `v1,<base64 HMAC-SHA256>`, several separated by spaces: during a
  *   secret rotation Waygate signs with both the new and the previous secret, and a receiver
  *   holding either one verifies the message.
+ *
+ * The receiving side (verifyWebhook) is here too, beside the signing it checks; the typed client
+ * (client/webhooks.ts) uses it. Imports nothing but node:crypto.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;
@@ -58,4 +61,58 @@ export function webhookHeaders(options: { id: string; timestamp: number | Date; 
     'webhook-signature': secrets.map((secret) => signPayload(secret, options.id, seconds, options.body)).join(' '),
     'content-type': 'application/json',
   };
+}
+
+/** Why a delivery was refused: missing headers, a timestamp out of tolerance, or no matching signature. */
+export class WebhookVerificationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
+
+/** Default tolerance between webhook-timestamp and the receiver's clock, as in the reference libraries. */
+export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+
+export interface VerifyWebhookOptions {
+  /** The endpoint's secret (whsec_…), or several (say, the current and the previous one). */
+  secret: string | readonly string[];
+  /** The request's headers (names in any case). */
+  headers: Headers | Record<string, string | string[] | undefined>;
+  /** The request body exactly as received (not parsed and serialised again). */
+  body: string;
+  toleranceSeconds?: number;
+  now?: Date;
+}
+
+function header(headers: VerifyWebhookOptions['headers'], name: string): string | undefined {
+  if (headers instanceof Headers) return headers.get(name) ?? undefined;
+  const entry = Object.entries(headers).find(([key]) => key.toLowerCase() === name);
+  const value = entry?.[1];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Checks a delivery the Standard Webhooks way: the three headers are there, webhook-timestamp is
+ * within the tolerance of now (a replayed capture is refused), and one of the `v1,` signatures in
+ * webhook-signature is the HMAC of `id.timestamp.body` under one of the secrets (compared in
+ * constant time). Throws WebhookVerificationError otherwise.
+ */
+export function verifyWebhook(options: VerifyWebhookOptions): void {
+  const id = header(options.headers, 'webhook-id');
+  const timestamp = header(options.headers, 'webhook-timestamp');
+  const signatures = header(options.headers, 'webhook-signature');
+  if (!id || !timestamp || !signatures) throw new WebhookVerificationError('Missing webhook-id, webhook-timestamp or webhook-signature header');
+  const seconds = Number(timestamp);
+  if (!/^[0-9]+$/.test(timestamp) || !Number.isSafeInteger(seconds)) throw new WebhookVerificationError('Invalid webhook-timestamp');
+  const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  const tolerance = options.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS;
+  if (Math.abs(now - seconds) > tolerance) throw new WebhookVerificationError('webhook-timestamp is too far from now');
+  const secrets = typeof options.secret === 'string' ? [options.secret] : options.secret;
+  const given = signatures.split(' ').filter((part) => part.startsWith('v1,')).map((part) => Buffer.from(part));
+  for (const secret of secrets) {
+    const expected = Buffer.from(signPayload(secret, id, seconds, options.body));
+    if (given.some((signature) => signature.length === expected.length && timingSafeEqual(signature, expected))) return;
+  }
+  throw new WebhookVerificationError('No webhook-signature matches the body under the given secret');
 }

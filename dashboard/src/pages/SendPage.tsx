@@ -415,6 +415,8 @@ export function SendPage() {
 const FINAL = new Set(['READ', 'FAILED', 'CANCELLED']);
 /** How long the page keeps watching messages that stay SENT or DELIVERED (a phone may be off). */
 const WATCH_MS = 120_000;
+/** A direct send's messages not yet handed to the network or acknowledged by it. */
+const WAITING: readonly string[] = ['SCHEDULED', 'QUEUED', 'SENDING'];
 
 function SendOutcome({ result }: { result: SendResult }) {
   if (result.jobId) {
@@ -430,7 +432,7 @@ function SendOutcome({ result }: { result: SendResult }) {
   }
   return (
     <div className="card" aria-labelledby="outcome-title">
-      <h2 id="outcome-title">{result.async ? 'Accepted' : 'Sent'}</h2>
+      <h2 id="outcome-title">{result.async || result.messages?.some((message) => WAITING.includes(message.status)) ? 'Accepted' : 'Sent'}</h2>
       <ul className="plain" aria-live="polite">
         {result.messages?.map((message) => <WatchedMessage key={message.id} first={message} />)}
       </ul>

@@ -23,14 +23,14 @@ const AccountSchema = Type.Object({
   period: Type.Object({ start: Timestamp, end: Timestamp }, { description: 'The current quota period, anchored on the day the plan started' }),
   usage: Type.Object({ messages: Type.Integer({ description: 'Messages counted in this period' }), contacts: Type.Integer() }),
   limits: Type.Object({ messages: NullableInt, devices: NullableInt, activeWebhooks: NullableInt }),
-});
+}, { title: 'Account' });
 
 export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService; overview: OverviewService }> = async (app, { accounts, overview }) => {
   app.get(
     '/account',
     {
       config: { scope: 'account:read' },
-      schema: { tags: ['account'], summary: 'The account: plan, current period, usage and limits', response: { 200: successData(AccountSchema), ...errorResponses('FORBIDDEN') } },
+      schema: { tags: ['account'], operationId: 'getAccount', summary: 'Read the account', description: 'The account: plan, current period, usage and limits.', response: { 200: successData(AccountSchema), ...errorResponses('FORBIDDEN') } },
     },
     async (request) => ({ success: true as const, data: await accounts.getSummary(auth(request).accountId) }),
   );
@@ -40,7 +40,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService
     {
       config: { scope: 'account:read' },
       schema: {
-        tags: ['account'],
+        tags: ['account'], operationId: 'getAccountOverview', description: 'Messages per UTC day by outcome (sent, delivered, read, failed) and incoming, over 7, 30 or 90 days, with delivery and read rates, failures by error code, the devices with their warm-up and the health of the webhook endpoints; read from daily counts, so it stays fast at any message count.',
         summary: 'Messages per day by outcome, rates, failures by error code, devices and webhook health over the last 7, 30 or 90 UTC days',
         querystring: Type.Object(
           { days: Type.Optional(Type.Integer({ enum: [...OVERVIEW_DAYS], default: 30, description: '7, 30 or 90 (default 30): the days up to and including today (UTC)' })) },

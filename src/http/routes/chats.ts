@@ -20,7 +20,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     {
       config: { scope: 'messages:read' },
       schema: {
-        tags: ['chats'],
+        tags: ['chats'], operationId: 'listChats', description: 'The chats of the devices of the account (people and WhatsApp groups), most recent first, with unread counts; page or cursor.',
         summary: "List the chats of the account's devices, newest activity first",
         querystring: Type.Object(
           {
@@ -45,7 +45,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     {
       config: { scope: 'messages:read' },
       schema: {
-        tags: ['chats'],
+        tags: ['chats'], operationId: 'getChat', description: 'One chat, with the participants of a group chat.',
         summary: 'Read a chat; a group chat lists its participants',
         params: ChatParams,
         querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
@@ -60,7 +60,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     {
       config: { scope: 'messages:read' },
       schema: {
-        tags: ['chats'],
+        tags: ['chats'], operationId: 'listChatMessages', description: 'The messages of one chat, newest first, by keyset cursor: pages back through any history without gaps or repeats.',
         summary: "A chat's messages, sent and received, newest first (keyset: pass meta.nextBefore as before)",
         params: ChatParams,
         querystring: Type.Object(
@@ -88,7 +88,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     {
       config: { scope: 'messages:send' },
       schema: {
-        tags: ['chats'],
+        tags: ['chats'], operationId: 'markChatRead', description: 'Marks the chat read: its unread count becomes 0 and read receipts go to the network for its unread messages.',
         summary: 'Mark everything in the chat read (unread count 0; read receipts go to the network)',
         params: ChatParams,
         querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
@@ -103,7 +103,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     {
       config: { scope: 'messages:send' },
       schema: {
-        tags: ['chats'],
+        tags: ['chats'], operationId: 'sendChatPresence', description: 'Shows typing, recording or paused in the chat, through the worker holding the device.',
         summary: 'Show the device typing, recording a voice note, or neither (paused) in the chat',
         params: ChatParams,
         querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
@@ -128,7 +128,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     {
       config: { scope: 'messages:send' },
       schema: {
-        tags: ['numbers'],
+        tags: ['numbers'], operationId: 'checkNumbers', description: 'Which of up to 50 numbers have WhatsApp (onNetwork), answered from a 7-day cache or asked of the network, paced per device.',
         summary: `Whether numbers have WhatsApp (at most ${MAX_NUMBER_CHECKS}; answers cached 7 days; paced per device)`,
         body: Type.Object(
           {

@@ -22,7 +22,7 @@ export const ContactSchema = Type.Object({
   phoneNumber: Type.String({ description: 'E.164 digits without +' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}, { title: 'Contact' });
 
 const ContactInput = Type.Object(
   {
@@ -39,7 +39,7 @@ const ImportReportSchema = Type.Object({
   created: Type.Integer(),
   skipped: Type.Array(Type.Object({ line: Type.Integer(), phoneNumber: Type.String(), reason: Type.String() })),
   rejected: Type.Array(Type.Object({ line: Type.Integer(), errors: Type.Array(FieldErrorSchema) })),
-});
+}, { title: 'ContactImportReport' });
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
 
@@ -57,8 +57,9 @@ function collectionRoutes(app: App, contacts: ContactService): void {
       config: { scope: 'contacts:read' },
       schema: {
         tags: ['contacts'],
-        summary: 'List contacts (newest first)',
-        description: 'The seed contract shape: `data` and `meta`, no `success`.',
+        operationId: 'listContacts',
+        summary: 'List contacts',
+        description: 'Newest first; `search` matches a case-insensitive substring of the name or of the phone digits. The seed contract shape: `data` and `meta`, no `success`.',
         querystring: Type.Object(
           { ...BoundedPageQuery, search: Type.Optional(Type.String({ maxLength: 100, description: 'Case-insensitive substring of the name or of the phone digits' })) },
           { additionalProperties: false },
@@ -82,7 +83,9 @@ function collectionRoutes(app: App, contacts: ContactService): void {
       config: { scope: 'contacts:write' },
       schema: {
         tags: ['contacts'],
+        operationId: 'createContact',
         summary: 'Create a contact',
+        description: 'The phone number is stored as E.164 digits; a number already in the account is 409 CONTACT_EXISTS.',
         body: ContactInput,
         response: { 201: successData(ContactSchema), ...errorResponses('FORBIDDEN', 'CONTACT_EXISTS', 'PAYLOAD_TOO_LARGE') },
       },
@@ -110,6 +113,7 @@ function importRoutes(app: App, contacts: ContactService): void {
       },
       schema: {
         tags: ['contacts'],
+        operationId: 'importContacts',
         summary: 'Import contacts from CSV',
         description:
           'Body: `text/csv` (or `text/plain`) with a header naming the columns `name` and `phoneNumber` (any order, any case; ' +
@@ -132,7 +136,7 @@ function contactItemRoutes(app: App, contacts: ContactService): void {
     '/contacts/:id',
     {
       config: { scope: 'contacts:read' },
-      schema: { tags: ['contacts'], summary: 'Read a contact', params: IdParams, response: { 200: successData(ContactSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+      schema: { tags: ['contacts'], operationId: 'getContact', summary: 'Read a contact', description: 'One contact of the account by id.', params: IdParams, response: { 200: successData(ContactSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => ({ success: true as const, data: await contacts.get(auth(request).accountId, request.params.id) }),
   );
@@ -143,7 +147,9 @@ function contactItemRoutes(app: App, contacts: ContactService): void {
       config: { scope: 'contacts:write' },
       schema: {
         tags: ['contacts'],
+        operationId: 'updateContact',
         summary: 'Update a contact',
+        description: 'Changes the name, the phone number or both (a number taken by another contact is 409 CONTACT_EXISTS).',
         params: IdParams,
         body: Type.Partial(ContactInput, { additionalProperties: false, minProperties: 1 }),
         response: { 200: successData(ContactSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONTACT_EXISTS') },
@@ -158,7 +164,9 @@ function contactItemRoutes(app: App, contacts: ContactService): void {
       config: { scope: 'contacts:write' },
       schema: {
         tags: ['contacts'],
-        summary: 'Delete a contact (and its group memberships)',
+        operationId: 'deleteContact',
+        summary: 'Delete a contact',
+        description: 'Delete a contact (and its group memberships).',
         params: IdParams,
         response: { 200: SuccessOnly, ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },

@@ -14,7 +14,7 @@ const QrSchema = Type.Object({
   code: Type.String({ description: 'The text encoded in the QR code' }),
   image: Type.String({ description: 'PNG data URL of the QR code' }),
   expiresAt: Timestamp,
-});
+}, { title: 'QrCode' });
 
 const DeviceName = Type.String({ minLength: 1, maxLength: 100 });
 const ProxyUrl = Type.Union([Type.String({ minLength: 1, maxLength: PROXY_URL_MAX }), Type.Null()], {
@@ -25,7 +25,7 @@ const PairingCodeSchema = Type.Object({
   code: Type.String({ description: 'The 8 characters to type on the phone: WhatsApp → Linked devices → Link a device → Link with phone number instead' }),
   phoneNumber: Type.String({ description: 'The number the code was requested for (E.164 digits)' }),
   expiresAt: Timestamp,
-});
+}, { title: 'PairingCode' });
 
 export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }> = async (app, { devices }) => {
   app.get(
@@ -34,7 +34,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:read' },
       schema: {
         tags: ['devices'],
-        summary: 'List linked devices (newest first; removed ones are left out)',
+        operationId: 'listDevices',
+        summary: 'List devices',
+        description: 'List linked devices (newest first; removed ones are left out).',
         querystring: Type.Object({ ...PageQuery, status: Type.Optional(DeviceStatus) }, { additionalProperties: false }),
         response: { 200: successPage(DeviceSchema), ...errorResponses('FORBIDDEN') },
       },
@@ -51,7 +53,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Add a device: answers with its first QR code to scan with the phone',
+        operationId: 'createDevice',
+        summary: 'Add a device',
+        description: 'Add a device: answers with its first QR code to scan with the phone.',
         body: Type.Object({ name: DeviceName, proxyUrl: Type.Optional(ProxyUrl) }, { additionalProperties: false }),
         response: {
           201: Type.Object({ success: Type.Literal(true), data: DeviceSchema, qr: Type.Union([QrSchema, Type.Null()], { description: 'null when no worker has shown a code yet; poll GET /devices/:id/qr' }) }),
@@ -69,7 +73,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
     '/devices/:id',
     {
       config: { scope: 'devices:read' },
-      schema: { tags: ['devices'], summary: 'Read a device', params: IdParams, response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+      schema: { tags: ['devices'], operationId: 'getDevice', summary: 'Read a device', description: 'One device of the account by id, with its status.', params: IdParams, response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => ({ success: true as const, data: await devices.get(auth(request).accountId, request.params.id) }),
   );
@@ -80,7 +84,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Rename a device or change its proxy (the session reconnects through the new one at once)',
+        operationId: 'updateDevice',
+        summary: 'Update a device',
+        description: 'Rename a device or change its proxy (the session reconnects through the new one at once).',
         params: IdParams,
         body: Type.Object({ name: Type.Optional(DeviceName), proxyUrl: Type.Optional(ProxyUrl) }, { additionalProperties: false, minProperties: 1 }),
         response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
@@ -95,7 +101,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:read' },
       schema: {
         tags: ['devices'],
-        summary: 'The current QR code of a PENDING device (codes rotate; fetch again after expiresAt)',
+        operationId: 'getDeviceQr',
+        summary: 'Read the QR code of a device',
+        description: 'The current QR code of a PENDING device (codes rotate; fetch again after expiresAt).',
         params: IdParams,
         response: { 200: successData(QrSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'SERVICE_UNAVAILABLE') },
       },
@@ -109,8 +117,10 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Link a PENDING device by pairing code instead of scanning the QR code (NETWORK=whatsapp)',
+        operationId: 'requestPairingCode',
+        summary: 'Request a pairing code',
         description:
+          'Link a PENDING device by pairing code instead of scanning the QR code (NETWORK=whatsapp). ' +
           'Asks the network for an 8-character code for the phone with `phoneNumber`; type it on that phone under Linked devices → ' +
           'Link with phone number instead. The device becomes CONNECTED like after a QR scan. 409 when the device is not PENDING or the ' +
           'network links by QR code only (sandbox); 503 when no worker holding the device answered in time or the network could not be reached.',
@@ -134,7 +144,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR; counts against the plan\'s device limit)',
+        operationId: 'reconnectDevice',
+        summary: 'Reconnect a device',
+        description: 'Reconnect a DISCONNECTED device now, or start linking a LOGGED_OUT one again (new QR; counts against the plan\'s device limit).',
         params: IdParams,
         response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'PLAN_LIMIT', 'NOT_FOUND') },
       },
@@ -148,7 +160,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
       config: { scope: 'devices:write' },
       schema: {
         tags: ['devices'],
-        summary: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_REMOVED and are refunded)',
+        operationId: 'deleteDevice',
+        summary: 'Remove a device',
+        description: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_REMOVED and are refunded).',
         params: IdParams,
         response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },

@@ -11,9 +11,9 @@ const GroupSchema = Type.Object({
   contactsCount: Type.Integer({ description: 'Exact number of member contacts' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}, { title: 'Group' });
 
-const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp });
+const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp }, { title: 'GroupMember' });
 const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 10_000 });
 const PageOnly = Type.Object(BoundedPageQuery, { additionalProperties: false });
 const MembersQuery = Type.Object(
@@ -41,7 +41,7 @@ function collectionRoutes(app: App, groups: GroupService): void {
     '/groups',
     {
       config: { scope: 'groups:read' },
-      schema: { tags: ['groups'], summary: 'List groups (newest first)', querystring: PageOnly, response: { 200: successPage(GroupSchema), ...errorResponses('FORBIDDEN') } },
+      schema: { tags: ['groups'], operationId: 'listGroups', summary: 'List groups', description: 'Newest first, with the number of members of each.', querystring: PageOnly, response: { 200: successPage(GroupSchema), ...errorResponses('FORBIDDEN') } },
     },
     async (request) => {
       const { page = 1, limit = 50 } = request.query;
@@ -55,7 +55,9 @@ function collectionRoutes(app: App, groups: GroupService): void {
       config: { scope: 'groups:write' },
       schema: {
         tags: ['groups'],
-        summary: 'Create a group, optionally with members',
+        operationId: 'createGroup',
+        summary: 'Create a group',
+        description: 'Create a group, optionally with members.',
         body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), contactIds: Type.Optional(ContactIds) }, { additionalProperties: false }),
         response: { 201: successData(GroupSchema), ...errorResponses('FORBIDDEN') },
       },
@@ -70,7 +72,7 @@ function groupItemRoutes(app: App, groups: GroupService): void {
     '/groups/:id',
     {
       config: { scope: 'groups:read' },
-      schema: { tags: ['groups'], summary: 'Read a group', params: IdParams, response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+      schema: { tags: ['groups'], operationId: 'getGroup', summary: 'Read a group', description: 'One group of the account by id, with its member count.', params: IdParams, response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => ({ success: true as const, data: await groups.get(auth(request).accountId, request.params.id) }),
   );
@@ -81,7 +83,9 @@ function groupItemRoutes(app: App, groups: GroupService): void {
       config: { scope: 'groups:write' },
       schema: {
         tags: ['groups'],
+        operationId: 'renameGroup',
         summary: 'Rename a group',
+        description: 'Changes the name of a group; its members stay.',
         params: IdParams,
         body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
         response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
@@ -94,7 +98,7 @@ function groupItemRoutes(app: App, groups: GroupService): void {
     '/groups/:id',
     {
       config: { scope: 'groups:write' },
-      schema: { tags: ['groups'], summary: 'Delete a group (its contacts stay)', params: IdParams, response: { 200: SuccessOnly, ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+      schema: { tags: ['groups'], operationId: 'deleteGroup', summary: 'Delete a group', description: 'Delete a group (its contacts stay).', params: IdParams, response: { 200: SuccessOnly, ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => {
       await groups.remove(auth(request).accountId, request.params.id);
@@ -111,7 +115,9 @@ function memberRoutes(app: App, groups: GroupService): void {
       config: { scope: 'groups:read' },
       schema: {
         tags: ['groups'],
-        summary: 'List the members of a group (most recently added first)',
+        operationId: 'listGroupContacts',
+        summary: 'List the members of a group',
+        description: 'List the members of a group (most recently added first).',
         params: IdParams,
         querystring: MembersQuery,
         response: { 200: successPage(MemberSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
@@ -130,7 +136,9 @@ function memberRoutes(app: App, groups: GroupService): void {
       config: { scope: 'groups:write' },
       schema: {
         tags: ['groups'],
-        summary: 'Add contacts to a group (ones already in it are left as they are)',
+        operationId: 'addGroupContacts',
+        summary: 'Add contacts to a group',
+        description: 'Add contacts to a group (ones already in it are left as they are).',
         params: IdParams,
         body: Type.Object({ contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 10_000 }) }, { additionalProperties: false }),
         response: {
@@ -148,7 +156,9 @@ function memberRoutes(app: App, groups: GroupService): void {
       config: { scope: 'groups:write' },
       schema: {
         tags: ['groups'],
+        operationId: 'removeGroupContact',
         summary: 'Remove a contact from a group',
+        description: 'The contact stays in the account; the answer is the group with its new member count.',
         params: MemberParams,
         response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },

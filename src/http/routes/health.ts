@@ -23,13 +23,13 @@ const Status = Type.Object({ status: Type.String(), checks: Type.Optional(Type.O
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { ready, metrics, metricsToken }) => {
   app.get(
     '/healthz',
-    { schema: { tags: ['ops'], summary: 'The process is up', security: [], response: { 200: Status } } },
+    { schema: { tags: ['ops'], operationId: 'getHealth', summary: 'Liveness', description: 'Answers 200 while the process is up; needs no token.', security: [], response: { 200: Status } } },
     async () => ({ status: 'ok' }),
   );
 
   app.get(
     '/readyz',
-    { schema: { tags: ['ops'], summary: 'The database answers and every migration is applied', security: [], response: { 200: Status, 503: Status } } },
+    { schema: { tags: ['ops'], operationId: 'getReadiness', summary: 'Readiness', description: 'Answers 200 when the database answers and every migration is applied, else 503 naming the failed check; needs no token.', security: [], response: { 200: Status, 503: Status } } },
     async (request, reply) => {
       let database = 'ok';
       try {
@@ -47,6 +47,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app
     {
       schema: {
         tags: ['ops'],
+        operationId: 'getMetrics',
+        description: 'Requests, messages by status, queue depth, webhook attempts and device states in the Prometheus text exposition format.',
         summary: 'Prometheus metrics (text exposition format); with METRICS_TOKEN set, only for `Authorization: Bearer <METRICS_TOKEN>`',
         security: [],
         produces: ['text/plain'],

@@ -56,7 +56,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
     {
       config: { scope: 'messages:read' },
       schema: {
-        tags: ['messages'],
+        tags: ['messages'], operationId: 'getMessageMedia',
         summary: 'Download the file of an incoming media message (Range requests answered)',
         description:
           'The bytes Waygate stored when the message arrived, with Content-Type, Content-Disposition (the file name), Content-Length, ' +

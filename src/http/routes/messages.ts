@@ -41,22 +41,30 @@ const SendBody = Type.Object(
     scheduledAt: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 date-time with a timezone; at most 365 days ahead' })),
     deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'SendMessageRequest' },
 );
 
-const DirectResponse = Type.Object({
-  success: Type.Literal(true),
-  message: MessageSchema,
-  messages: Type.Array(MessageSchema, { description: 'Every recipient, in request order' }),
-  async: Type.Boolean({ description: 'false once the network has acknowledged (or refused) every message' }),
-});
-const BulkResponse = Type.Object({
-  success: Type.Literal(true),
-  jobId: Type.String(),
-  status: Type.Union([Type.Literal('PROCESSING'), Type.Literal('SCHEDULED')]),
-  message: Type.String(),
-  totalContacts: Type.Integer(),
-});
+/** The two answers of a send, told apart by `async` (a literal in each): false for a direct send, true for a bulk job. */
+const DirectResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    message: MessageSchema,
+    messages: Type.Array(MessageSchema, { description: 'Every recipient, in request order' }),
+    async: Type.Literal(false, { description: 'false: a direct send (its messages are in this answer)' }),
+  },
+  { title: 'DirectSendResult' },
+);
+const BulkResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    jobId: Type.String(),
+    status: Type.Union([Type.Literal('PROCESSING'), Type.Literal('SCHEDULED')]),
+    message: Type.String({ description: 'Names the number of recipients' }),
+    totalContacts: Type.Integer(),
+    async: Type.Literal(true, { description: 'true: a bulk job; follow it at GET /messages/bulk-jobs/{jobId}' }),
+  },
+  { title: 'BulkSendResult' },
+);
 
 export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService; bulkJobs: BulkJobService; idempotency: IdempotencyService }> = async (
   app,
@@ -68,11 +76,17 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       config: { scope: 'messages:send' },
       schema: {
         tags: ['messages'],
-        summary: 'Send a message, or create a bulk job (more than 10 recipients, or any groupIds)',
+        operationId: 'sendMessage',
+        summary: 'Send a message',
         description:
+          'Send a message, or create a bulk job (more than 10 recipients, or any groupIds). ' +
           '1–10 recipients and no groups: a direct send, answered 200 once the network has acknowledged it (202 when scheduled or not yet acknowledged). ' +
           'Otherwise a bulk job, answered 202 with jobId. Optional `Idempotency-Key` header (≤ 255 characters, kept 24 h).',
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }),
+        headers: Type.Object({
+          'idempotency-key': Type.Optional(
+            Type.String({ minLength: 1, maxLength: 255, description: 'Makes a retry safe: a repeat with the same body within 24 h gets the first answer and sends nothing' }),
+          ),
+        }),
         body: SendBody,
         response: {
           200: DirectResponse,
@@ -88,7 +102,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       if (typeof key === 'string') {
         const result = await idempotency.run(accountId, key, request.body, run);
         if (result.replayed) reply.header('Idempotent-Replayed', 'true');
-        return reply.status(result.statusCode as 200 | 202).send(result.body as Awaited<ReturnType<typeof run>>['body']);
+        // `async` is restated from the stored answer's shape (a bulk job's has a jobId), so a replay carries the discriminator whatever was stored.
+        const body = result.body as Record<string, unknown>;
+        return reply.status(result.statusCode as 200 | 202).send({ ...body, async: 'jobId' in body } as Awaited<ReturnType<typeof run>>['body']);
       }
       const result = await run();
       return reply.status(result.statusCode).send(result.body);
@@ -101,7 +117,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       config: { scope: 'messages:read' },
       schema: {
         tags: ['messages'],
-        summary: 'List messages (newest first), sent and received',
+        operationId: 'listMessages',
+        summary: 'List messages',
+        description: 'List messages (newest first), sent and received.',
         querystring: Type.Object(
           {
             ...ListingQuery,
@@ -128,7 +146,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       config: { scope: 'messages:read' },
       schema: {
         tags: ['bulk jobs'],
-        summary: 'List bulk jobs (newest first)',
+        operationId: 'listBulkJobs',
+        summary: 'List bulk jobs',
+        description: 'List bulk jobs (newest first).',
         querystring: Type.Object({ ...ListingQuery, status: Type.Optional(JobStatus) }, { additionalProperties: false }),
         response: { 200: successListing(BulkJobSchema), ...errorResponses('FORBIDDEN') },
       },
@@ -143,7 +163,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     '/messages/bulk-jobs/:id',
     {
       config: { scope: 'messages:read' },
-      schema: { tags: ['bulk jobs'], summary: 'Read a bulk job with its live counters', params: IdParams, response: { 200: successData(BulkJobSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+      schema: { tags: ['bulk jobs'], operationId: 'getBulkJob', summary: 'Read a bulk job', description: 'Read a bulk job with its live counters.', params: IdParams, response: { 200: successData(BulkJobSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => ({ success: true as const, data: await bulkJobs.get(auth(request).accountId, request.params.id) }),
   );
@@ -154,7 +174,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       config: { scope: 'messages:send' },
       schema: {
         tags: ['bulk jobs'],
-        summary: 'Cancel a bulk job: messages not yet handed to the network are cancelled and refunded',
+        operationId: 'cancelBulkJob',
+        summary: 'Cancel a bulk job',
+        description: 'Cancel a bulk job: messages not yet handed to the network are cancelled and refunded.',
         params: IdParams,
         response: { 200: successData(BulkJobSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT') },
       },
@@ -166,7 +188,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     '/messages/:id',
     {
       config: { scope: 'messages:read' },
-      schema: { tags: ['messages'], summary: 'Read a message', params: IdParams, response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
+      schema: { tags: ['messages'], operationId: 'getMessage', summary: 'Read a message', description: 'One message of the account by id, sent or received, with its status and timestamps.', params: IdParams, response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') } },
     },
     async (request) => ({ success: true as const, data: await messages.get(auth(request).accountId, request.params.id) }),
   );
@@ -176,7 +198,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     {
       config: { scope: 'messages:send' },
       schema: {
-        tags: ['messages'],
+        tags: ['messages'], operationId: 'updateMessage',
         summary: 'Edit the text (or caption) of a sent message, within 15 minutes of sentAt',
         description:
           'For a TEXT message, or the caption of an IMAGE, VIDEO or DOCUMENT, that the network has taken (SENT, DELIVERED or READ), within 15 minutes of sentAt ' +
@@ -198,7 +220,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     {
       config: { scope: 'messages:send' },
       schema: {
-        tags: ['messages'],
+        tags: ['messages'], operationId: 'deleteMessage',
         summary: 'Delete a sent message for everyone, within 48 hours of sentAt (a SCHEDULED or QUEUED one is cancelled instead)',
         description:
           'A message the network has taken is deleted on the network for everyone, within 48 hours of sentAt; later, or one that is SENDING, FAILED, CANCELLED, ' +
@@ -216,7 +238,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     {
       config: { scope: 'messages:send' },
       schema: {
-        tags: ['messages'],
+        tags: ['messages'], operationId: 'markMessageRead',
         summary: 'Mark an incoming message read: the read receipt goes to the sender',
         description: 'Sets readAt on the incoming message and sends the read receipt through its device. Marking it again changes nothing; an outgoing message is 409 CONFLICT.',
         params: IdParams,
@@ -232,7 +254,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
       config: { scope: 'messages:send' },
       schema: {
         tags: ['messages'],
-        summary: 'Cancel a SCHEDULED or QUEUED message (refunded)',
+        operationId: 'cancelMessage',
+        summary: 'Cancel a message',
+        description: 'Cancel a SCHEDULED or QUEUED message (refunded).',
         params: IdParams,
         response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'CONFLICT') },
       },

@@ -60,7 +60,7 @@ const SandboxMessage = Type.Object({
   acceptedAt: Timestamp,
   deliveredAt: NullableTimestamp,
   readAt: NullableTimestamp,
-});
+}, { title: 'SandboxMessage' });
 
 function digits(value: string, field: string): string {
   const phone = normalizePhone(value);
@@ -167,7 +167,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       config: { scope: 'devices:write' },
       schema: {
         tags: ['sandbox'],
-        summary: 'Play the phone scanning a QR code: the device becomes CONNECTED as phoneNumber',
+        operationId: 'sandboxScan',
+        summary: 'Scan a QR code (sandbox)',
+        description: 'Play the phone scanning a QR code: the device becomes CONNECTED as phoneNumber.',
         body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 200 }), phoneNumber: Phone }, { additionalProperties: false }),
         response: { 200: successData(Type.Object({ deviceId: Type.String(), phoneNumber: Type.String() })), ...errorResponses('NOT_FOUND') },
       },
@@ -193,7 +195,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       config: { scope: 'devices:write' },
       schema: {
         tags: ['sandbox'],
-        summary: 'Play an incoming message to a device',
+        operationId: 'sandboxIncoming',
+        summary: 'Receive a message (sandbox)',
+        description: 'Play an incoming message to a device.',
         body: Type.Object(
           {
             deviceId: Type.String({ minLength: 1, maxLength: 100 }),
@@ -275,7 +279,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
     {
       config: { scope: 'devices:write' },
       schema: {
-        tags: ['sandbox'],
+        tags: ['sandbox'], operationId: 'sandboxCreateGroup', description: 'Creates a WhatsApp group chat on the sandbox network with the number of the device (first, as admin) and these members; the device hears of it as of a real group.',
         summary: "Create a WhatsApp group chat the device's number is in; messages into it reach every member",
         body: Type.Object(
           {
@@ -317,7 +321,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       config: { scope: 'devices:write' },
       schema: {
         tags: ['sandbox'],
-        summary: 'Play a dropped connection (network; reconnects by itself unless held) or an unlink from the phone (logout)',
+        operationId: 'sandboxDisconnect',
+        summary: 'Disconnect a device (sandbox)',
+        description: 'Play a dropped connection (network; reconnects by itself unless held) or an unlink from the phone (logout).',
         params: IdParams,
         body: Type.Object(
           {
@@ -349,7 +355,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       config: { scope: 'devices:write' },
       schema: {
         tags: ['sandbox'],
-        summary: 'End a dropped connection (held or not): the phone is reachable again and the device reconnects',
+        operationId: 'sandboxRestore',
+        summary: 'Restore a connection (sandbox)',
+        description: 'End a dropped connection (held or not): the phone is reachable again and the device reconnects.',
         params: IdParams,
         response: { 200: successData(Type.Object({ deviceId: Type.String() })), ...errorResponses('NOT_FOUND', 'CONFLICT') },
       },
@@ -368,7 +376,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       config: { scope: 'messages:read' },
       schema: {
         tags: ['sandbox'],
-        summary: 'What the network received from this account, with sendCalls and delivered',
+        operationId: 'sandboxListMessages',
+        summary: 'List what the network received (sandbox)',
+        description: 'What the network received from this account, with sendCalls and delivered.',
         querystring: Type.Object({ ...PageQuery, to: Type.Optional(Phone), deviceId: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
         response: { 200: successPage(SandboxMessage), ...errorResponses() },
       },

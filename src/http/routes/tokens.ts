@@ -15,12 +15,12 @@ const TokenSchema = Type.Object({
   lastUsedAt: Type.Union([Timestamp, Type.Null()], { description: 'Precise to one minute' }),
   expiresAt: NullableTimestamp,
   revokedAt: NullableTimestamp,
-});
+}, { title: 'Token' });
 
 const CreatedTokenSchema = Type.Object({
   ...TokenSchema.properties,
   token: Type.String({ description: 'The token value. Shown only in this response; store it now.' }),
-});
+}, { title: 'TokenWithValue' });
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
 
@@ -37,7 +37,9 @@ function collectionRoutes(app: App, tokens: TokenService): void {
       config: { scope: 'tokens:read' },
       schema: {
         tags: ['tokens'],
-        summary: 'List API tokens, newest first (values are never shown again)',
+        operationId: 'listTokens',
+        summary: 'List API tokens',
+        description: 'List API tokens, newest first (values are never shown again).',
         querystring: Type.Object(BoundedPageQuery, { additionalProperties: false }),
         response: { 200: successPage(TokenSchema), ...errorResponses('FORBIDDEN') },
       },
@@ -54,7 +56,9 @@ function collectionRoutes(app: App, tokens: TokenService): void {
       config: { scope: 'tokens:write' },
       schema: {
         tags: ['tokens'],
-        summary: 'Create an API token; its value is returned once, in this response',
+        operationId: 'createToken',
+        summary: 'Create an API token',
+        description: 'Create an API token; its value is returned once, in this response.',
         body: Type.Object(
           {
             name: Type.String({ minLength: 1, maxLength: 100 }),
@@ -83,7 +87,9 @@ function revokeRoutes(app: App, tokens: TokenService): void {
       config: { scope: 'tokens:write' },
       schema: {
         tags: ['tokens'],
-        summary: 'Revoke an API token (effective on the next request); only a token whose scopes this token has',
+        operationId: 'revokeToken',
+        summary: 'Revoke an API token',
+        description: 'Revoke an API token (effective on the next request); only a token whose scopes this token has.',
         params: IdParams,
         response: { 200: successData(TokenSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },

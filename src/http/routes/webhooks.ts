@@ -14,19 +14,19 @@ import { auth } from '../auth.js';
 import { errorResponses, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';
 
-const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES] });
-const DeliveryStatusSchema = Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] });
+const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES], title: 'WebhookEventType' });
+const DeliveryStatusSchema = Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES], title: 'WebhookDeliveryStatus' });
 
 const CreatedWebhookSchema = Type.Object({
   ...WebhookSchema.properties,
   secret: Type.String({ description: 'The signing secret (whsec_ + base64): shown here and by GET /webhooks/{id}/secret only' }),
-});
+}, { title: 'WebhookWithSecret' });
 
 const SecretSchema = Type.Object({
   secret: Type.String({ description: 'The current signing secret' }),
   previousSecret: Type.Union([Type.String(), Type.Null()], { description: 'The secret before the last rotation: deliveries are signed with it too until previousSecretExpiresAt' }),
   previousSecretExpiresAt: NullableTimestamp,
-});
+}, { title: 'WebhookSecret' });
 
 const AttemptSchema = Type.Object({
   attemptedAt: Timestamp,
@@ -34,12 +34,12 @@ const AttemptSchema = Type.Object({
   latencyMs: Type.Integer(),
   responseExcerpt: Type.Union([Type.String(), Type.Null()], { description: 'The first 1,000 characters of the answer' }),
   error: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'WebhookAttempt' });
 
 const DeliverySchema = Type.Object({
   id: Type.String(),
   eventId: Type.String({ description: 'Also the webhook-id header of every attempt' }),
-  eventType: Type.String({ enum: [...EVENT_TYPES] }),
+  eventType: Type.String({ enum: [...EVENT_TYPES], title: 'EventType' }),
   eventSeq: Type.Union([Type.Integer(), Type.Null()], { description: "The event's seq; null for webhook.test events, which stand outside the account's sequence" }),
   status: DeliveryStatusSchema,
   attempts: Type.Integer(),
@@ -49,7 +49,7 @@ const DeliverySchema = Type.Object({
   createdAt: Timestamp,
   deliveredAt: NullableTimestamp,
   lastAttempts: Type.Array(AttemptSchema, { description: 'Up to the 5 newest attempts, newest first' }),
-});
+}, { title: 'WebhookDelivery' });
 
 const Url = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http(s); must resolve to public addresses unless ALLOW_PRIVATE_URLS=true' });
 const Events = Type.Array(SubscribableEventType, { maxItems: 20, description: 'Event types to deliver; absent or empty: every type' });
@@ -80,7 +80,9 @@ function collectionRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
-        summary: 'List webhook endpoints (newest first; secrets are never listed)',
+        operationId: 'listWebhooks',
+        summary: 'List webhook endpoints',
+        description: 'List webhook endpoints (newest first; secrets are never listed).',
         querystring: Type.Object(BoundedPageQuery, { additionalProperties: false }),
         response: { 200: successPage(WebhookSchema), ...errorResponses('FORBIDDEN') },
       },
@@ -97,7 +99,9 @@ function collectionRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Add a webhook endpoint: the answer carries its signing secret',
+        operationId: 'createWebhook',
+        summary: 'Add a webhook endpoint',
+        description: 'Add a webhook endpoint: the answer carries its signing secret.',
         body: Type.Object(WebhookInput, { additionalProperties: false }),
         response: { 201: successData(CreatedWebhookSchema), ...errorResponses('FORBIDDEN', 'PLAN_LIMIT') },
       },
@@ -112,7 +116,7 @@ function endpointRoutes(app: App, webhooks: WebhookService): void {
     '/webhooks/:id',
     {
       config: { scope: 'webhooks:read' },
-      schema: { tags: ['webhooks'], summary: 'Read a webhook endpoint (without its secret)', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
+      schema: { tags: ['webhooks'], operationId: 'getWebhook', summary: 'Read a webhook endpoint', description: 'Read a webhook endpoint (without its secret).', params: IdParams, response: { 200: successData(WebhookSchema), ...errorResponses(...WEBHOOK_ERRORS) } },
     },
     async (request) => ({ success: true as const, data: await webhooks.get(auth(request).accountId, request.params.id) }),
   );
@@ -123,7 +127,9 @@ function endpointRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Change a webhook endpoint (activating one counts it against the plan and clears disabledReason)',
+        operationId: 'updateWebhook',
+        summary: 'Change a webhook endpoint',
+        description: 'Change a webhook endpoint (activating one counts it against the plan and clears disabledReason).',
         params: IdParams,
         body: Type.Object(
           { url: Type.Optional(Url), events: Type.Optional(Events), description: Type.Optional(Description), active: Type.Optional(Type.Boolean()) },
@@ -141,7 +147,9 @@ function endpointRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Delete a webhook endpoint with its deliveries (the events stay)',
+        operationId: 'deleteWebhook',
+        summary: 'Delete a webhook endpoint',
+        description: 'Delete a webhook endpoint with its deliveries (the events stay).',
         params: IdParams,
         response: { 200: SuccessOnly, ...errorResponses(...WEBHOOK_ERRORS) },
       },
@@ -162,7 +170,9 @@ function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'The signing secret, and the previous one while it is still signing after a rotation (needs webhooks:write)',
+        operationId: 'getWebhookSecret',
+        summary: 'Read the signing secret',
+        description: 'The signing secret, and the previous one while it is still signing after a rotation (needs webhooks:write).',
         params: IdParams,
         response: { 200: successData(SecretSchema), ...errorResponses(...WEBHOOK_ERRORS) },
       },
@@ -176,7 +186,9 @@ function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Replace the signing secret: the old one keeps signing (alongside the new one) for 24 hours',
+        operationId: 'rotateWebhookSecret',
+        summary: 'Rotate the signing secret',
+        description: 'Replace the signing secret: the old one keeps signing (alongside the new one) for 24 hours.',
         params: IdParams,
         response: { 200: successData(SecretSchema), ...errorResponses(...WEBHOOK_ERRORS) },
       },
@@ -190,7 +202,9 @@ function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Send a webhook.test event to this endpoint only (409 when the endpoint is inactive)',
+        operationId: 'testWebhook',
+        summary: 'Send a test event',
+        description: 'Send a webhook.test event to this endpoint only (409 when the endpoint is inactive).',
         params: IdParams,
         response: {
           202: successData(
@@ -216,7 +230,9 @@ function deliveryRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
-        summary: 'The delivery log of an endpoint (newest first), with the latest attempts of each delivery',
+        operationId: 'listWebhookDeliveries',
+        summary: 'List deliveries',
+        description: 'The delivery log of an endpoint (newest first), with the latest attempts of each delivery.',
         params: IdParams,
         querystring: Type.Object({ ...ListingQuery, status: Type.Optional(DeliveryStatusSchema) }, { additionalProperties: false }),
         response: { 200: successListing(DeliverySchema), ...errorResponses(...WEBHOOK_ERRORS) },
@@ -234,7 +250,9 @@ function deliveryRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Send a delivery again now (FAILED or SUCCEEDED; its attempts are kept); 409 while it is PENDING',
+        operationId: 'retryWebhookDelivery',
+        summary: 'Retry a delivery',
+        description: 'Send a delivery again now (FAILED or SUCCEEDED; its attempts are kept); 409 while it is PENDING.',
         params: DeliveryParams,
         response: { 202: successData(DeliverySchema), ...errorResponses(...WEBHOOK_ERRORS, 'CONFLICT') },
       },
@@ -249,7 +267,9 @@ function deliveryRoutes(app: App, webhooks: WebhookService): void {
       config: { scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
-        summary: 'Send again, now, every FAILED delivery of this endpoint created at or after `since`',
+        operationId: 'replayWebhookDeliveries',
+        summary: 'Replay failed deliveries',
+        description: 'Send again, now, every FAILED delivery of this endpoint created at or after `since`.',
         params: IdParams,
         body: Type.Object({ since: Type.String({ format: 'date-time', description: 'ISO 8601 date-time with a timezone' }) }, { additionalProperties: false }),
         response: { 202: successData(Type.Object({ requeued: Type.Integer({ description: 'How many deliveries went back to PENDING' }) })), ...errorResponses(...WEBHOOK_ERRORS) },
