@@ -279,16 +279,32 @@ export async function measureListings(
   }
 }
 
-export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
+/** A fresh database of its own with an account, its token, a webhook endpoint and a device, the API in a child process. */
+export interface ListingFixture {
+  databaseUrl: string;
+  client: pg.Client;
+  origin: string;
+  accountId: string;
+  token: string;
+  endpointId: string;
+  deviceId: string;
+  /** Stops the server and drops the database. */
+  close(): Promise<void>;
+}
+
+export async function openListingFixture(databaseName: string): Promise<ListingFixture> {
   const base = new URL(benchDatabaseUrl());
-  base.pathname = '/waygate_bench_listings';
+  base.pathname = `/${databaseName}`;
   const databaseUrl = base.toString();
   console.log(`Recreating ${databaseUrl} …`);
   await recreateDatabase(databaseUrl);
-  const checks: Check[] = [];
-  const results: Record<string, unknown> = { rows: ROWS, limit: LIMIT, connections: LATENCY_CONNECTIONS, countCap: COUNT_CAP };
   let server: ServerProcess<ServerInfo> | undefined;
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'waygate-bench-listings' });
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: databaseName });
+  const close = async () => {
+    await client.end().catch(() => undefined);
+    await server?.stop();
+    await dropDatabase(databaseUrl);
+  };
   try {
     const { accountId, token } = await makeAccount(databaseUrl);
     server = await startServerProcess<ServerInput, ServerInfo>(THIS_FILE, 'startListingBenchServer', { databaseUrl });
@@ -297,10 +313,22 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     if (endpoint.status !== 201) throw new Error(`POST /webhooks answered ${endpoint.status}: ${JSON.stringify(endpoint.json)}`);
     const device = await api<{ data: { id: string } }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
     if (device.status !== 201) throw new Error(`POST /devices answered ${device.status}: ${JSON.stringify(device.json)}`);
-    const endpointId = endpoint.json.data.id;
     await client.connect();
+    return { databaseUrl, client, origin, accountId, token, endpointId: endpoint.json.data.id, deviceId: device.json.data.id, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
+  const checks: Check[] = [];
+  const results: Record<string, unknown> = { rows: ROWS, limit: LIMIT, connections: LATENCY_CONNECTIONS, countCap: COUNT_CAP };
+  const fixture = await openListingFixture('waygate_bench_listings');
+  try {
+    const { client, origin, accountId, token, endpointId, deviceId } = fixture;
     console.log(`Seeding ${ROWS.toLocaleString('en')} deliveries and messages …`);
-    await seedRows(client, accountId, endpointId, device.json.data.id, { deliveries: ROWS, messages: ROWS, jobs: 0, spanDays: ROWS / 4 / 86_400 });
+    await seedRows(client, accountId, endpointId, deviceId, { deliveries: ROWS, messages: ROWS, jobs: 0, spanDays: ROWS / 4 / 86_400 });
 
     const listings: Listing[] = [
       { name: 'deliveries', route: `/webhooks/${endpointId}/deliveries`, table: 'webhook_deliveries', column: 'endpoint_id', key: endpointId, filters: ['status=FAILED'], rows: ROWS },
@@ -309,9 +337,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     ];
     await measureListings({ origin, token, client, options, targetMs: TARGET_P95_MS, countCap: COUNT_CAP }, listings, checks, results);
   } finally {
-    await client.end().catch(() => undefined);
-    await server?.stop();
-    await dropDatabase(databaseUrl);
+    await fixture.close();
   }
 
   console.log(`\n${formatTable(checks)}\n`);

@@ -14,22 +14,17 @@
  *
  * The database (waygate_bench_tables) is created anew on each run and dropped at the end.
  */
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { Housekeeping } from '../src/housekeeping.js';
 import { openDatabase } from '../src/platform/database.js';
-import { benchDatabaseUrl } from './lib/bench-database.js';
 import { runLoad } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
-import { startServerProcess, type ServerProcess } from './lib/server-process.js';
-import { api, dropDatabase, recreateDatabase } from './lib/tenant.js';
-import { LIMIT, makeAccount, measureListings, seedRows, type Listing, type ServerInfo, type ServerInput } from './listings.js';
+import { api } from './lib/tenant.js';
+import { LIMIT, measureListings, openListingFixture, seedRows, type Listing } from './listings.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
-const LISTINGS_FILE = fileURLToPath(new URL('./listings.ts', import.meta.url));
 const MESSAGES = Number(process.env.BENCH_TABLE_MESSAGES ?? 10_000_000);
 const DELIVERIES = Number(process.env.BENCH_TABLE_DELIVERIES ?? 3_000_000);
 const JOBS = Number(process.env.BENCH_TABLE_JOBS ?? 100_000);
@@ -47,26 +42,11 @@ interface EventsBody {
 }
 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
-  const base = new URL(benchDatabaseUrl());
-  base.pathname = '/waygate_bench_tables';
-  const databaseUrl = base.toString();
-  console.log(`Recreating ${databaseUrl} …`);
-  await recreateDatabase(databaseUrl);
   const checks: Check[] = [];
   const results: Record<string, unknown> = { messages: MESSAGES, deliveries: DELIVERIES, jobs: JOBS, spanDays: SPAN_DAYS, limit: LIMIT, connections: CONNECTIONS };
-  let server: ServerProcess<ServerInfo> | undefined;
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'waygate-bench-tables' });
+  const fixture = await openListingFixture('waygate_bench_tables');
   try {
-    const { accountId, token } = await makeAccount(databaseUrl);
-    server = await startServerProcess<ServerInput, ServerInfo>(LISTINGS_FILE, 'startListingBenchServer', { databaseUrl });
-    const origin = server.info.origin;
-    const endpoint = await api<{ data: { id: string } }>(origin, token, 'POST', '/webhooks', { url: 'http://127.0.0.1:9/bench', active: false });
-    if (endpoint.status !== 201) throw new Error(`POST /webhooks answered ${endpoint.status}: ${JSON.stringify(endpoint.json)}`);
-    const device = await api<{ data: { id: string } }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
-    if (device.status !== 201) throw new Error(`POST /devices answered ${device.status}: ${JSON.stringify(device.json)}`);
-    const endpointId = endpoint.json.data.id;
-    const deviceId = device.json.data.id;
-    await client.connect();
+    const { client, origin, accountId, token, endpointId, deviceId, databaseUrl } = fixture;
     // A linked number momentarily offline: sends are accepted and wait for it (no worker runs here).
     await client.query(`UPDATE devices SET status = 'DISCONNECTED', phone_number = '6281100000001' WHERE id = $1`, [deviceId]);
     console.log(`Seeding ${MESSAGES.toLocaleString('en')} messages, ${DELIVERIES.toLocaleString('en')} deliveries and attempts, ${JOBS.toLocaleString('en')} jobs …`);
@@ -165,9 +145,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       pass: clean && worstP99 <= PRUNE_P99_FACTOR * alone.latencyMs.p99,
     });
   } finally {
-    await client.end().catch(() => undefined);
-    await server?.stop();
-    await dropDatabase(databaseUrl);
+    await fixture.close();
   }
 
   console.log(`\n${formatTable(checks)}\n`);
