@@ -12,7 +12,7 @@ import { createTestApp, createTenant, type Tenant, type TestContext } from './he
 import { call } from './messaging-helpers.js';
 import pino from 'pino';
 import { randomBytes } from 'node:crypto';
-import { firstMessageIdAt } from '../src/messaging/message-store.js';
+import { firstIdAt } from '../src/platform/ids.js';
 
 describe('retention of events, delivery attempts and message bodies', () => {
   let ctx: TestContext;
@@ -105,7 +105,7 @@ describe('retention of events, delivery attempts and message bodies', () => {
 
   const DAY = 86_400_000;
   /** A message id created `days` ago (ids are time-ordered), unique. */
-  const idAged = (days: number): string => firstMessageIdAt(new Date(Date.now() - days * DAY)).slice(0, -16) + randomBytes(8).toString('hex');
+  const idAged = (days: number): string => firstIdAt('msg', new Date(Date.now() - days * DAY)).slice(0, -16) + randomBytes(8).toString('hex');
   const device = async (tenant: Tenant): Promise<string> => {
     const id = `dev_${randomBytes(8).toString('hex')}`;
     await ctx.database.query(`INSERT INTO devices (id, account_id, name, status) VALUES ($1, $2, 'phone', 'CONNECTED')`, [id, tenant.accountId]);

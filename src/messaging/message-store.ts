@@ -5,9 +5,9 @@
  * is still that worker. Outcomes and receipts, which also count into jobs and write events, are
  * in outcomes.ts; the direct-send insert is in accept.ts.
  */
-import { encodeTime } from 'ulid';
 import type { Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
+import { firstIdAt } from '../platform/ids.js';
 import type { KindFields, MessageRef, MessageType } from '../network/network.js';
 import type { MessageMedia } from './message-record.js';
 import { PUBLISH_MEDIA_SQL } from '../media/media-store.js';
@@ -203,11 +203,6 @@ export async function countWaiting(db: Queryable, which: 'due' | 'scheduled'): P
   return row?.n ?? 0;
 }
 
-/** The first message id (ids are `msg_` + a lowercase ULID, time first) created at or after `at`. */
-export function firstMessageIdAt(at: Date): string {
-  return `msg_${encodeTime(at.getTime(), 10).toLowerCase()}0000000000000000`;
-}
-
 const BODY_MARK = 'message_bodies';
 
 /**
@@ -232,7 +227,7 @@ export async function pruneMessageBodies(db: Queryable, before: Date, batch: num
        INSERT INTO housekeeping_marks (name, mark) SELECT $3, max(id) FROM batch HAVING count(*) > 0
        ON CONFLICT (name) DO UPDATE SET mark = GREATEST(housekeeping_marks.mark, excluded.mark))
      SELECT (SELECT count(*) FROM batch)::int AS scanned, (SELECT count(*) FROM pruned)::int AS pruned`,
-    [firstMessageIdAt(before), batch, BODY_MARK],
+    [firstIdAt('msg', before), batch, BODY_MARK],
   );
   return row ?? { scanned: 0, pruned: 0 };
 }
