@@ -35,7 +35,6 @@ const TARGET_P95_MS = 50;
 const PRUNE_P99_FACTOR = 2;
 const CONNECTIONS = 4;
 const COUNT_CAP = loadConfig({}).listingCountCap;
-const BETWEEN_BATCHES_MS = 100;
 
 interface EventsBody {
   data: { id: string; seq: number }[];
@@ -105,27 +104,13 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2, applicationName: 'waygate-bench-housekeeping' });
     const housekeeping = new Housekeeping(database, { eventRetentionDays: RETENTION_DAYS, attemptRetentionDays: RETENTION_DAYS, messageBodyRetentionDays: RETENTION_DAYS, mediaRetentionDays: RETENTION_DAYS }, pino({ level: 'warn' }));
     let pruning = true;
-    const pruned = { events: 0, attempts: 0, messageBodies: 0, batches: 0 };
     const pruneStarted = performance.now();
-    // As the worker's housekeeping loop does: one batch of each, a pause after a full one.
-    const pruner = (async () => {
-      for (;;) {
-        const pass = await housekeeping.pruneOnce();
-        pruned.events += pass.events;
-        pruned.attempts += pass.attempts;
-        pruned.messageBodies += pass.messageBodies;
-        pruned.batches++;
-        if (!pass.full) break;
-        await new Promise((resolve) => setTimeout(resolve, BETWEEN_BATCHES_MS));
-      }
-      pruning = false;
-      return performance.now() - pruneStarted;
-    })();
+    const pruner = housekeeping.drain().then((pruned) => ({ pruned, ms: performance.now() - pruneStarted })).finally(() => (pruning = false));
     console.log('sends while pruning …');
     const during: PostLoadResult[] = [];
     do during.push(await sendLoad('sends while pruning'));
     while (pruning);
-    const pruneMs = await pruner;
+    const { pruned, ms: pruneMs } = await pruner;
     await database.close();
     const after = await expired();
     results['sends while pruning'] = during;
@@ -134,7 +119,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const clean = [alone, ...during].every((load) => load.non2xx === 0 && load.errors === 0 && load.responses > 0);
     checks.push({
       metric: `pruning the oldest day: expired rows left`,
-      measured: `${pruned.events.toLocaleString('en')} events, ${pruned.attempts.toLocaleString('en')} attempts, ${pruned.messageBodies.toLocaleString('en')} message bodies in ${(pruneMs / 1000).toFixed(1)} s (${pruned.batches} rounds); left ${after.events}/${after.attempts}/${after.bodies}`,
+      measured: `${pruned.events.toLocaleString('en')} events, ${pruned.attempts.toLocaleString('en')} attempts, ${pruned.messageBodies.toLocaleString('en')} message bodies in ${(pruneMs / 1000).toFixed(1)} s (${pruned.passes} rounds); left ${after.events}/${after.attempts}/${after.bodies}`,
       target: 'none left',
       pass: before.events > 0 && before.bodies > 0 && after.events === 0 && after.attempts === 0 && after.bodies === 0,
     });
