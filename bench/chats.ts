@@ -10,7 +10,8 @@
  *   GET /chats/:id/messages                 the busiest chat's newest page, and a page 90% back (before=…)
  * at limit 50, beside GET /account (the floor of an authenticated request on the machine, for
  * information). Before timing, the answers are checked against independent queries of the tables.
- * The database (waygate_bench_chats) is created anew on each run and dropped at the end.
+ * The database (waygate_bench_chats) is created anew on each run and dropped at the end
+ * (BENCH_KEEP_DATABASE=1 keeps it, to look at plans with EXPLAIN).
  * BENCH_CHAT_MESSAGES sets the size (default 1,000,000) for a quick run.
  */
 import { fileURLToPath } from 'node:url';
@@ -187,7 +188,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   } finally {
     await client.end().catch(() => undefined);
     await server?.stop();
-    await dropDatabase(databaseUrl);
+    if (process.env.BENCH_KEEP_DATABASE !== '1') await dropDatabase(databaseUrl);
   }
 
   console.log(`\n${formatTable(checks)}\n`);

@@ -3,14 +3,17 @@
  * proxy URL (400 naming proxyUrl), never shows its password; and the agents it builds really
  * carry traffic through a local HTTP CONNECT proxy and a local SOCKS5 proxy, both requiring
  * credentials (the WebSocket's agent through Node's http client, the media dispatcher through
- * undici's fetch).
+ * undici's fetch), including Baileys' own download of an incoming message's encrypted media.
  */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { maskProxyUrl, proxyAgent, proxyDispatcher, proxyUrlProblem } from '../src/devices/device-proxy.js';
+import { baileysHelpers, loadBaileys } from '../src/network/whatsapp/baileys.js';
 import { createTenant, type Tenant, type TestContext } from './helpers.js';
 import { call, createMessagingApp, expectError, type DeviceBody } from './messaging-helpers.js';
 
@@ -207,6 +210,46 @@ describe('the agents a proxy URL builds carry traffic through real local proxies
       { target: `127.0.0.1:${port(target)}`, credentials: 'shop:s3cret' },
       { target: `127.0.0.1:${port(target)}`, credentials: 'shop:s3cret' },
     ]);
+  });
+
+  // The download as the WhatsApp network runs it (whatsapp-network.ts downloadMedia): Baileys'
+  // downloadMediaMessage, whose fetch is Node's own, given the device's dispatcher.
+  it.each([
+    ['http', (p: number) => `http://shop:s3cret@127.0.0.1:${p}`, () => connectProxy],
+    ['socks5', (p: number) => `socks5://shop:s3cret@127.0.0.1:${p}`, () => socksProxy],
+  ] as const)('%s: an incoming message\'s media downloads through the proxy with Baileys\' own download, byte for byte', async (_name, url, server) => {
+    const baileys = await loadBaileys();
+    const original = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 251));
+    const encrypted = await (baileys as unknown as { encryptedStream(media: Buffer, type: string): Promise<{ mediaKey: Buffer; encFilePath: string; fileSha256: Buffer; fileEncSha256: Buffer }> }).encryptedStream(original, 'image');
+    const body = await fs.readFile(encrypted.encFilePath);
+    await fs.rm(encrypted.encFilePath, { force: true });
+    const media = http.createServer((_request, response) => response.end(body));
+    await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
+    try {
+      seen.length = 0;
+      const message = {
+        key: { remoteJid: '6281234567890@s.whatsapp.net', fromMe: false, id: 'PROXYMEDIA1' },
+        message: {
+          imageMessage: {
+            url: `http://127.0.0.1:${port(media)}/d/f/enc`,
+            mimetype: 'image/jpeg',
+            mediaKey: encrypted.mediaKey,
+            fileSha256: encrypted.fileSha256,
+            fileEncSha256: encrypted.fileEncSha256,
+            fileLength: original.length,
+          },
+        },
+      };
+      const stream = await baileysHelpers(baileys).downloadMedia(message, { dispatcher: proxyDispatcher(url(port(server()))) });
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      const downloaded = Buffer.concat(chunks);
+      expect(downloaded.length).toBe(original.length);
+      expect(createHash('sha256').update(downloaded).digest('hex')).toBe(createHash('sha256').update(original).digest('hex'));
+      expect(seen).toEqual([{ target: `127.0.0.1:${port(media)}`, credentials: 'shop:s3cret' }]);
+    } finally {
+      await new Promise((resolve) => media.close(resolve));
+    }
   });
 
   it('the rules of a proxy URL and of its masking', () => {
