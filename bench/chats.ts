@@ -11,25 +11,16 @@
  * at limit 50, beside GET /account (the floor of an authenticated request on the machine, for
  * information). Before timing, the answers are checked against independent queries of the tables.
  * The database (waygate_bench_chats) is created anew on each run and dropped at the end
- * (BENCH_KEEP_DATABASE=1 keeps it, to look at plans with EXPLAIN).
+ * (lib/api-fixture.ts).
  * BENCH_CHAT_MESSAGES sets the size (default 1,000,000) for a quick run.
  */
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/platform/database.js';
-import { runMigrations } from '../src/platform/migrate.js';
-import { AccountService } from '../src/directory/accounts.js';
-import { TokenService } from '../src/directory/tokens.js';
-import { startServer } from '../src/server.js';
-import { benchDatabaseUrl } from './lib/bench-database.js';
+import type pg from 'pg';
+import { openApiFixture } from './lib/api-fixture.js';
 import { runLoad } from './lib/load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
-import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
-import { api, dropDatabase, recreateDatabase } from './lib/tenant.js';
+import { api } from './lib/tenant.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
-const THIS_FILE = fileURLToPath(import.meta.url);
 const MESSAGES = Number(process.env.BENCH_CHAT_MESSAGES ?? 1_000_000);
 const CHATS = Math.max(100, Math.floor(MESSAGES / 50));
 const LIMIT = 50;
@@ -37,32 +28,6 @@ const TARGET_P95_MS = 50;
 const LATENCY_CONNECTIONS = 4;
 /** The busiest chat: every tenth message. */
 const HOT_PEER = '6281200000009';
-
-interface ServerInput {
-  databaseUrl: string;
-}
-interface ServerInfo {
-  origin: string;
-}
-
-/** Runs in the server process: the API as `waygate serve --role api` starts it. */
-export async function startChatBenchServer(input: ServerInput): Promise<StartedServers<ServerInfo>> {
-  const config = loadConfig({ DATABASE_URL: input.databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' });
-  const server = await startServer(config, 'api');
-  return { info: { origin: server.address!.replace('localhost', '127.0.0.1') }, close: () => server.stop() };
-}
-
-async function makeAccount(databaseUrl: string): Promise<{ accountId: string; token: string }> {
-  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-  try {
-    await runMigrations(database);
-    const { accountId } = await new AccountService(database).createAccount({ email: 'chats-bench@waygate.test', password: 'benchmark password', plan: 'unlimited' });
-    const { token } = await new TokenService(database).create(accountId, { name: 'bench' });
-    return { accountId, token };
-  } finally {
-    await database.close();
-  }
-}
 
 /** Messages: every tenth to or from the busiest chat, the rest over the other chats; a third outgoing; four share each millisecond. Then the chats they make. */
 async function seed(client: pg.Client, accountId: string, deviceId: string): Promise<void> {
@@ -103,23 +68,12 @@ interface HistoryBody {
 }
 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
-  const base = new URL(benchDatabaseUrl());
-  base.pathname = '/waygate_bench_chats';
-  const databaseUrl = base.toString();
-  console.log(`Recreating ${databaseUrl} …`);
-  await recreateDatabase(databaseUrl);
   const checks: Check[] = [];
   const results: Record<string, unknown> = { messages: MESSAGES, chats: CHATS, limit: LIMIT, connections: LATENCY_CONNECTIONS };
-  let server: ServerProcess<ServerInfo> | undefined;
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'waygate-bench-chats' });
+  const fixture = await openApiFixture('waygate_bench_chats', { devices: ['bench phone'] });
   try {
-    const { accountId, token } = await makeAccount(databaseUrl);
-    server = await startServerProcess<ServerInput, ServerInfo>(THIS_FILE, 'startChatBenchServer', { databaseUrl });
-    const origin = server.info.origin;
-    const device = await api<{ data: { id: string } }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
-    if (device.status !== 201) throw new Error(`POST /devices answered ${device.status}: ${JSON.stringify(device.json)}`);
-    const deviceId = device.json.data.id;
-    await client.connect();
+    const { client, origin, accountId, token, deviceIds } = fixture;
+    const deviceId = deviceIds[0]!;
     console.log(`Seeding ${MESSAGES.toLocaleString('en')} messages over ${CHATS.toLocaleString('en')} chats …`);
     await seed(client, accountId, deviceId);
 
@@ -186,9 +140,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       });
     }
   } finally {
-    await client.end().catch(() => undefined);
-    await server?.stop();
-    if (process.env.BENCH_KEEP_DATABASE !== '1') await dropDatabase(databaseUrl);
+    await fixture.close();
   }
 
   console.log(`\n${formatTable(checks)}\n`);

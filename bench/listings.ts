@@ -16,63 +16,20 @@
  * the cursor page) and meta against the count cap, so a fast wrong answer cannot pass.
  * The database (waygate_bench_listings) is created anew on each run and dropped at the end.
  */
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import type pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/platform/database.js';
-import { runMigrations } from '../src/platform/migrate.js';
-import { AccountService } from '../src/directory/accounts.js';
-import { TokenService } from '../src/directory/tokens.js';
-import { startServer } from '../src/server.js';
-import { benchDatabaseUrl } from './lib/bench-database.js';
+import { openApiFixture } from './lib/api-fixture.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
-import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
-import { api, dropDatabase, recreateDatabase } from './lib/tenant.js';
+import { api } from './lib/tenant.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
-const THIS_FILE = fileURLToPath(import.meta.url);
 const ROWS = Number(process.env.BENCH_LISTING_ROWS ?? 1_000_000);
 export const LIMIT = 100;
 const DEEP_PAGE = 100;
 const TARGET_P95_MS = 200;
 const LATENCY_CONNECTIONS = 4;
 const COUNT_CAP = loadConfig({}).listingCountCap;
-
-export interface ServerInput {
-  databaseUrl: string;
-}
-export interface ServerInfo {
-  origin: string;
-}
-
-/** Runs in the server process: the API as `waygate serve --role api` starts it. */
-export async function startListingBenchServer(input: ServerInput): Promise<StartedServers<ServerInfo>> {
-  const config = loadConfig({
-    DATABASE_URL: input.databaseUrl,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    NETWORK: 'sandbox',
-    ALLOW_PRIVATE_URLS: 'true',
-  });
-  const server = await startServer(config, 'api');
-  return { info: { origin: server.address!.replace('localhost', '127.0.0.1') }, close: () => server.stop() };
-}
-
-/** Migrates and creates the account with its token, through the product's services. */
-export async function makeAccount(databaseUrl: string): Promise<{ accountId: string; token: string }> {
-  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-  try {
-    await runMigrations(database);
-    const { accountId } = await new AccountService(database).createAccount({ email: 'listings-bench@waygate.test', password: 'benchmark password', plan: 'unlimited' });
-    const { token } = await new TokenService(database).create(accountId, { name: 'bench' });
-    return { accountId, token };
-  } finally {
-    await database.close();
-  }
-}
 
 export interface SeedSizes {
   /** Events, each with one delivery to the endpoint and one attempt of it. */
@@ -279,54 +236,13 @@ export async function measureListings(
   }
 }
 
-/** A fresh database of its own with an account, its token, a webhook endpoint and a device, the API in a child process. */
-export interface ListingFixture {
-  databaseUrl: string;
-  client: pg.Client;
-  origin: string;
-  accountId: string;
-  token: string;
-  endpointId: string;
-  deviceId: string;
-  /** Stops the server and drops the database. */
-  close(): Promise<void>;
-}
-
-export async function openListingFixture(databaseName: string): Promise<ListingFixture> {
-  const base = new URL(benchDatabaseUrl());
-  base.pathname = `/${databaseName}`;
-  const databaseUrl = base.toString();
-  console.log(`Recreating ${databaseUrl} …`);
-  await recreateDatabase(databaseUrl);
-  let server: ServerProcess<ServerInfo> | undefined;
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: databaseName });
-  const close = async () => {
-    await client.end().catch(() => undefined);
-    await server?.stop();
-    await dropDatabase(databaseUrl);
-  };
-  try {
-    const { accountId, token } = await makeAccount(databaseUrl);
-    server = await startServerProcess<ServerInput, ServerInfo>(THIS_FILE, 'startListingBenchServer', { databaseUrl });
-    const origin = server.info.origin;
-    const endpoint = await api<{ data: { id: string } }>(origin, token, 'POST', '/webhooks', { url: 'http://127.0.0.1:9/bench', active: false });
-    if (endpoint.status !== 201) throw new Error(`POST /webhooks answered ${endpoint.status}: ${JSON.stringify(endpoint.json)}`);
-    const device = await api<{ data: { id: string } }>(origin, token, 'POST', '/devices', { name: 'bench phone' });
-    if (device.status !== 201) throw new Error(`POST /devices answered ${device.status}: ${JSON.stringify(device.json)}`);
-    await client.connect();
-    return { databaseUrl, client, origin, accountId, token, endpointId: endpoint.json.data.id, deviceId: device.json.data.id, close };
-  } catch (error) {
-    await close();
-    throw error;
-  }
-}
-
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const checks: Check[] = [];
   const results: Record<string, unknown> = { rows: ROWS, limit: LIMIT, connections: LATENCY_CONNECTIONS, countCap: COUNT_CAP };
-  const fixture = await openListingFixture('waygate_bench_listings');
+  const fixture = await openApiFixture('waygate_bench_listings', { devices: ['bench phone'], endpoints: 1 });
   try {
-    const { client, origin, accountId, token, endpointId, deviceId } = fixture;
+    const { client, origin, accountId, token, endpointIds, deviceIds } = fixture;
+    const [endpointId, deviceId] = [endpointIds[0]!, deviceIds[0]!];
     console.log(`Seeding ${ROWS.toLocaleString('en')} deliveries and messages …`);
     await seedRows(client, accountId, endpointId, deviceId, { deliveries: ROWS, messages: ROWS, jobs: 0, spanDays: ROWS / 4 / 86_400 });
 

@@ -8,61 +8,20 @@
  * connections in a closed loop, p95 latency of GET /account/overview?days=7, 30 and 90, each
  * target <= 200 ms. Before timing, the 90-day answer is checked against counts taken straight
  * from the messages table, so a fast wrong answer cannot pass.
- * The database (waygate_bench_overview) is created anew on each run and dropped at the end.
+ * The database (waygate_bench_overview) is created anew on each run and dropped at the end
+ * (lib/api-fixture.ts).
  */
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/platform/database.js';
-import { runMigrations } from '../src/platform/migrate.js';
-import { AccountService } from '../src/directory/accounts.js';
-import { TokenService } from '../src/directory/tokens.js';
+import type pg from 'pg';
 import type { OverviewJson } from '../src/messaging/overview-record.js';
-import { startServer } from '../src/server.js';
-import { benchDatabaseUrl } from './lib/bench-database.js';
+import { openApiFixture } from './lib/api-fixture.js';
 import { runLoad } from './lib/load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
-import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
-import { api, dropDatabase, recreateDatabase } from './lib/tenant.js';
+import { api } from './lib/tenant.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
-const THIS_FILE = fileURLToPath(import.meta.url);
 const ROWS = Number(process.env.BENCH_OVERVIEW_ROWS ?? 1_000_000);
 const TARGET_P95_MS = 200;
 const LATENCY_CONNECTIONS = 4;
-
-interface ServerInput {
-  databaseUrl: string;
-}
-interface ServerInfo {
-  origin: string;
-}
-
-/** Runs in the server process: the API as `waygate serve --role api` starts it. */
-export async function startOverviewBenchServer(input: ServerInput): Promise<StartedServers<ServerInfo>> {
-  const config = loadConfig({
-    DATABASE_URL: input.databaseUrl,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    NETWORK: 'sandbox',
-  });
-  const server = await startServer(config, 'api');
-  return { info: { origin: server.address!.replace('localhost', '127.0.0.1') }, close: () => server.stop() };
-}
-
-async function makeAccount(databaseUrl: string): Promise<{ accountId: string; token: string }> {
-  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 2 });
-  try {
-    await runMigrations(database);
-    const { accountId } = await new AccountService(database).createAccount({ email: 'overview-bench@waygate.test', password: 'benchmark password', plan: 'unlimited' });
-    const { token } = await new TokenService(database).create(accountId, { name: 'bench' });
-    return { accountId, token };
-  } finally {
-    await database.close();
-  }
-}
 
 /**
  * Message g: device g % 2; created (g % 90) days ago; one in ten incoming; of the outgoing, one
@@ -140,26 +99,11 @@ async function expected(client: pg.Client, accountId: string): Promise<{ totals:
 }
 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
-  const base = new URL(benchDatabaseUrl());
-  base.pathname = '/waygate_bench_overview';
-  const databaseUrl = base.toString();
-  console.log(`Recreating ${databaseUrl} …`);
-  await recreateDatabase(databaseUrl);
   const checks: Check[] = [];
   const results: Record<string, unknown> = { rows: ROWS, connections: LATENCY_CONNECTIONS };
-  let server: ServerProcess<ServerInfo> | undefined;
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'waygate-bench-overview' });
+  const fixture = await openApiFixture('waygate_bench_overview', { devices: ['Shop phone', 'Support phone'] });
   try {
-    const { accountId, token } = await makeAccount(databaseUrl);
-    server = await startServerProcess<ServerInput, ServerInfo>(THIS_FILE, 'startOverviewBenchServer', { databaseUrl });
-    const origin = server.info.origin;
-    const devices: string[] = [];
-    for (const name of ['Shop phone', 'Support phone']) {
-      const device = await api<{ data: { id: string } }>(origin, token, 'POST', '/devices', { name });
-      if (device.status !== 201) throw new Error(`POST /devices answered ${device.status}: ${JSON.stringify(device.json)}`);
-      devices.push(device.json.data.id);
-    }
-    await client.connect();
+    const { client, origin, accountId, token, deviceIds: devices } = fixture;
     console.log(`Seeding ${ROWS.toLocaleString('en')} messages …`);
     await seed(client, accountId, devices);
 
@@ -196,9 +140,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       });
     }
   } finally {
-    await client.end().catch(() => undefined);
-    await server?.stop();
-    await dropDatabase(databaseUrl);
+    await fixture.close();
   }
 
   console.log(`\n${formatTable(checks)}\n`);

@@ -22,7 +22,8 @@ import { runLoad } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api } from './lib/tenant.js';
-import { LIMIT, measureListings, openListingFixture, seedRows, type Listing } from './listings.js';
+import { openApiFixture } from './lib/api-fixture.js';
+import { LIMIT, measureListings, seedRows, type Listing } from './listings.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
 const MESSAGES = Number(process.env.BENCH_TABLE_MESSAGES ?? 10_000_000);
@@ -43,9 +44,10 @@ interface EventsBody {
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const checks: Check[] = [];
   const results: Record<string, unknown> = { messages: MESSAGES, deliveries: DELIVERIES, jobs: JOBS, spanDays: SPAN_DAYS, limit: LIMIT, connections: CONNECTIONS };
-  const fixture = await openListingFixture('waygate_bench_tables');
+  const fixture = await openApiFixture('waygate_bench_tables', { devices: ['bench phone'], endpoints: 1 });
   try {
-    const { client, origin, accountId, token, endpointId, deviceId, databaseUrl } = fixture;
+    const { client, origin, accountId, token, endpointIds, deviceIds, databaseUrl } = fixture;
+    const [endpointId, deviceId] = [endpointIds[0]!, deviceIds[0]!];
     // A linked number momentarily offline: sends are accepted and wait for it (no worker runs here).
     await client.query(`UPDATE devices SET status = 'DISCONNECTED', phone_number = '6281100000001' WHERE id = $1`, [deviceId]);
     console.log(`Seeding ${MESSAGES.toLocaleString('en')} messages, ${DELIVERIES.toLocaleString('en')} deliveries and attempts, ${JOBS.toLocaleString('en')} jobs …`);
