@@ -161,7 +161,8 @@ cleanup() {
   [ "${KEEP:-}" = 1 ] && return
   podman rm -f -t 5 waygate-check-a waygate-check-b >/dev/null 2>&1 || true
   podman volume rm -f waygate-check-data >/dev/null 2>&1 || true
-  (cd "$WORK" && podman-compose -p "$PROJECT" -f compose.yaml -f compose.override.yaml down -v >/dev/null 2>&1) || true
+  [ -f "$WORK/compose.override.yaml" ] && (cd "$WORK" && POSTGRES_PASSWORD=unused \
+    podman-compose -p "$PROJECT" -f compose.yaml -f compose.override.yaml down -v >/dev/null 2>&1) || true
 }
 trap cleanup EXIT
 cleanup
@@ -214,7 +215,7 @@ services:
       replicas: 2
 EOF
 started=$(date +%s)
-(cd "$WORK" && POSTGRES_PASSWORD=check-password WAYGATE_PORT=$COMPOSE_PORT \
+(cd "$WORK" && POSTGRES_PASSWORD=check-password WAYGATE_PORT=127.0.0.1:$COMPOSE_PORT \
   SESSION_SECRET=container-check-session-secret-0123456789 METRICS_TOKEN=container-check-metrics \
   podman-compose -p "$PROJECT" -f compose.yaml -f compose.override.yaml up -d --no-build --scale worker=2)
 podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}} {{.Status}}'
