@@ -203,20 +203,27 @@ step "compose: podman-compose up --scale worker=2 (postgres from Debian, the ima
 # The project's compose.yaml, unchanged, beside an override that swaps the postgres image and works
 # around two defects of Debian's podman-compose 1.0.3 (Docker Compose needs neither):
 # - it parses `--scale` and ignores it; it honours deploy.replicas, which is what --scale sets;
-# - it leaves `${VAR:-}` (an empty default) unexpanded, so SESSION_SECRET would be the literal text
-#   "${SESSION_SECRET:-}" and fail validation; giving SESSION_SECRET and METRICS_TOKEN values avoids it.
+# - it leaves `${VAR:-}` (an empty default) unexpanded, whatever the environment holds, so
+#   SESSION_SECRET would be the literal text "${SESSION_SECRET:-}" and fail validation: the override
+#   gives SESSION_SECRET and METRICS_TOKEN values.
 cp "$ROOT/compose.yaml" "$WORK/compose.yaml"
 cat > "$WORK/compose.override.yaml" <<EOF
 services:
   postgres:
     image: localhost/postgres:15-local
+  api:
+    environment:
+      SESSION_SECRET: container-check-session-secret-0123456789
+      METRICS_TOKEN: container-check-metrics
   worker:
     deploy:
       replicas: 2
+    environment:
+      SESSION_SECRET: container-check-session-secret-0123456789
+      METRICS_TOKEN: container-check-metrics
 EOF
 started=$(date +%s)
 (cd "$WORK" && POSTGRES_PASSWORD=check-password WAYGATE_PORT=127.0.0.1:$COMPOSE_PORT \
-  SESSION_SECRET=container-check-session-secret-0123456789 METRICS_TOKEN=container-check-metrics \
   podman-compose -p "$PROJECT" -f compose.yaml -f compose.override.yaml up -d --no-build --scale worker=2)
 podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}} {{.Status}}'
 wait_for 240 curl -fsS "http://127.0.0.1:$COMPOSE_PORT/readyz" || { podman ps -a; for c in $(podman ps -a -q --filter "label=io.podman.compose.project=$PROJECT"); do podman logs --tail 20 "$c"; done; fail "api /readyz"; }
