@@ -22,7 +22,9 @@
 #   KEEP=1 sudo bash scripts/container-check.sh     # leave the containers and volumes behind
 #
 # Needs: Debian bookworm, root, Debian's apt mirror and the npm registry, Node.js >= 20.12 on this
-# machine (its binary and npm become the base image's). Work files: $WORK (default below).
+# machine (its binary and npm become the base image's). Work files: $WORK (default below). The
+# images it builds stay (localhost/debian:bookworm is reused; the others are build cache); remove
+# them with `podman rmi` and `podman image prune`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -161,8 +163,11 @@ cleanup() {
   [ "${KEEP:-}" = 1 ] && return
   podman rm -f -t 5 waygate-check-a waygate-check-b >/dev/null 2>&1 || true
   podman volume rm -f waygate-check-data >/dev/null 2>&1 || true
+  # -v: the anonymous volumes of the image's VOLUME /data (podman-compose down leaves them, and the network).
+  podman ps -aq --filter "label=io.podman.compose.project=$PROJECT" | xargs -r podman rm -f -v -t 5 >/dev/null 2>&1 || true
   [ -f "$WORK/compose.override.yaml" ] && (cd "$WORK" && POSTGRES_PASSWORD=unused \
     podman-compose -p "$PROJECT" -f compose.yaml -f compose.override.yaml down -v >/dev/null 2>&1) || true
+  podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 cleanup
