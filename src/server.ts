@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 /** `waygate serve`: opens the database, migrates, and runs the roles asked for until a signal. */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -70,7 +71,19 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
     const address = port === undefined ? undefined : await app.listen({ port, host: config.host });
     // The embedded database is this process's alone: the CLI's operator commands come through here.
     if (database.kind === 'pglite') control = await startControlSocket(config.dataDir, database, log, usage);
-    log.info({ version: VERSION, role, database: database.kind, network: config.network, address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)' }, 'waygate is up');
+    // `address` is a URL to open on this machine; `listening` is the bound host and port (0.0.0.0: every interface).
+    const bound = address === undefined ? undefined : (app.server.address() as AddressInfo | null);
+    log.info(
+      {
+        version: VERSION,
+        role,
+        database: database.kind,
+        network: config.network,
+        address: address ?? 'no listener (set WORKER_PORT for /healthz and /metrics)',
+        ...(bound ? { listening: `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` } : {}),
+      },
+      'waygate is up',
+    );
     if (role !== 'worker' && !(await services.accounts.hasUsers())) await announceFreshInstall(config, services, log);
     let stopping: Promise<void> | undefined;
     const running: RunningServer = {
