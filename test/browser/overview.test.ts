@@ -318,7 +318,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
       }
     }
     await page.setViewportSize(DESKTOP);
-  }, 90_000);
+  }, 180_000);
 
   it('Send: every type, numbers checked as typed by line in plain words, server errors in words, a confirmation above 100, cleared after sending, live status', async () => {
     screenshotOnFailure('17-send');
