@@ -51,8 +51,11 @@ export interface DashboardServer {
   close(): Promise<void>;
 }
 
-/** Waygate listening on 127.0.0.1 (random port) with its worker, on the sandbox network. */
-export async function startDashboardServer(database: Database, env: Record<string, string> = {}): Promise<DashboardServer> {
+/**
+ * Waygate listening on 127.0.0.1 (random port) on the sandbox network, with its worker unless
+ * `worker: false` (a server whose devices nothing drives, e.g. NETWORK=whatsapp with no phone).
+ */
+export async function startDashboardServer(database: Database, env: Record<string, string> = {}, options: { worker?: boolean } = {}): Promise<DashboardServer> {
   const config = loadConfig({
     LOG_LEVEL: 'silent',
     // Listening on loopback only: a fresh install's first sign-up needs no setup code.
@@ -67,8 +70,8 @@ export async function startDashboardServer(database: Database, env: Record<strin
   });
   const services = createServices(database, config);
   const app = await buildApp({ config, database, services });
-  const worker = new WorkerRuntime(config, database, services.bus, pino({ level: 'silent' }));
-  await worker.start();
+  const worker = options.worker === false ? undefined : new WorkerRuntime(config, database, services.bus, pino({ level: 'silent' }));
+  await worker?.start();
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return {
@@ -77,7 +80,7 @@ export async function startDashboardServer(database: Database, env: Record<strin
     services,
     async close() {
       await app.close();
-      await worker.stop();
+      await worker?.stop();
       await services.close();
     },
   };

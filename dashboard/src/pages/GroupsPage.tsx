@@ -114,7 +114,7 @@ function GroupDetail({ groupId }: { groupId: string }) {
         ) : (
           <h2 id="group-title">{data.name}</h2>
         )}
-        <div className="row">
+        <div className="row wrap">
           {!renaming ? (
             <button
               type="button"
