@@ -95,14 +95,14 @@ function media(tenant: Tenant, id: string, headers: Record<string, string> = {},
   return ctx.app.inject({ method: 'GET', url: `${prefix}/messages/${id}/media`, headers: { ...tenant.headers, ...headers } });
 }
 
-async function incoming(tenant: Tenant, deviceId: string, from: string, count: number, body: Record<string, unknown>): Promise<MessageBody> {
+async function incoming(tenant: Tenant, deviceId: string, from: string, count: number, body: Record<string, unknown>, timeoutMs = 20_000): Promise<MessageBody> {
   expectOk(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId, from, content: '', ...body }), 202);
   return waitFor(
     async () => {
       const page = await listMessages(ctx, tenant, `direction=in&limit=100&to=${from}`);
       return page.meta.total === count ? page.data[0] : undefined;
     },
-    20_000,
+    timeoutMs,
     `incoming message ${count} from ${from}`,
   );
 }
@@ -226,7 +226,7 @@ describe('incoming media, stored when it arrives', () => {
     const huge = await incoming(tenant, device.id, from, 3, { type: 'IMAGE', mediaUrl: `${origin}/huge.jpg` });
     expect(huge.media).toMatchObject({ status: 'FAILED', error: { code: 'MEDIA_TOO_LARGE' } });
     // A 110 MB video from the phone, its length not declared: cut off at 16 MB, stored without it.
-    const video = await incoming(tenant, device.id, from, 4, { type: 'VIDEO', content: 'the whole party', mediaUrl: `${origin}/video-stream-110mb.mp4?in` });
+    const video = await incoming(tenant, device.id, from, 4, { type: 'VIDEO', content: 'the whole party', mediaUrl: `${origin}/video-stream-110mb.mp4?in` }, 60_000);
     expect(video).toMatchObject({ content: 'the whole party', mediaUrl: null, media: { status: 'FAILED', error: { code: 'MEDIA_TOO_LARGE' } } });
     expect(requests.get('/video-stream-110mb.mp4?in')).toBe(1);
     expect(streamed.get('/video-stream-110mb.mp4?in')).toBeLessThan(48 * 1024 * 1024);
@@ -236,7 +236,7 @@ describe('incoming media, stored when it arrives', () => {
     expect(left!.n).toBe(0);
     const events = expectOk<{ data: { type: string; data: MessageBody }[] }>(await call(ctx, tenant, 'GET', '/events?limit=100')).data;
     expect(events.filter((e) => e.type === 'message.received').map((e) => e.data.media?.status)).toEqual(['FAILED', 'FAILED', 'FAILED', 'FAILED']);
-  }, 120_000);
+  }, 180_000);
 
   it('files past MEDIA_RETENTION_DAYS are pruned in batches, and their messages say so', async () => {
     const tenant = await createTenant(ctx);
@@ -280,7 +280,7 @@ describe('files of sends: limits and unreachable URLs', () => {
     const before = cases.map(([body]) => asked(body));
     for (const [body, code] of cases) {
       const sent = await sendDirect(ctx, tenant, { ...body, to });
-      const failed = await waitForStatus(ctx, tenant, sent.message.id, 'FAILED', 10_000);
+      const failed = await waitForStatus(ctx, tenant, sent.message.id, 'FAILED', 30_000);
       expect(failed.error, String(body.mediaUrl)).toMatchObject({ code });
     }
     expect((await sandboxMessages(ctx, tenant, { to })).meta.total).toBe(0);
@@ -291,7 +291,7 @@ describe('files of sends: limits and unreachable URLs', () => {
     // Nothing is sent later either: every message stays FAILED with one attempt at most.
     const records = (await listMessages(ctx, tenant, `to=${to}&limit=10`)).data;
     expect(records.map((m) => m.status)).toEqual(cases.map(() => 'FAILED'));
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('parseRange', () => {
