@@ -7059,7 +7059,7 @@ export interface operations {
                     mentions?: string[];
                     /** @description A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in */
                     group?: string;
-                    /** @description Play the sender's vote on a POLL the device sent them (then give no type and content "") */
+                    /** @description Play the sender's vote on a POLL the device sent them, or (with `group`) sent into a group chat they are a member of (then give no type and content "") */
                     vote?: {
                         messageId: string;
                         /** @description The current choice; [] takes the vote back */

@@ -31,6 +31,8 @@ const FILES: Record<string, { type: string; data: Buffer; disposition?: string }
   '/sticker.webp': { type: 'image/webp', data: WEBP },
 };
 const requests = new Map<string, number>();
+/** Bytes the streaming route wrote, by URL. */
+const streamed = new Map<string, number>();
 
 beforeAll(async () => {
   server = http.createServer((request, response) => {
@@ -55,6 +57,26 @@ beforeAll(async () => {
       response.write(Buffer.alloc(1024));
       // Never sends the rest: the declared length alone must fail the send.
       request.socket.on('close', () => response.destroy());
+    } else if (url.startsWith('/video-stream-110mb.mp4')) {
+      // 110 MB declared nowhere, made one 1 MB piece at a time as the reader takes them (never
+      // held whole): the reader must stop at the cap of its type.
+      response.writeHead(200, { 'content-type': 'video/mp4' });
+      const piece = Buffer.alloc(1024 * 1024, 2);
+      let left = 110;
+      const pump = (): void => {
+        while (left > 0 && !response.destroyed) {
+          left--;
+          streamed.set(url, (streamed.get(url) ?? 0) + piece.length);
+          if (!response.write(piece)) {
+            response.once('drain', pump);
+            return;
+          }
+        }
+        if (left === 0) response.end();
+      };
+      response.on('error', () => undefined);
+      request.socket.on('close', () => response.destroy());
+      pump();
     } else {
       response.writeHead(404).end();
     }
@@ -73,14 +95,14 @@ function media(tenant: Tenant, id: string, headers: Record<string, string> = {},
   return ctx.app.inject({ method: 'GET', url: `${prefix}/messages/${id}/media`, headers: { ...tenant.headers, ...headers } });
 }
 
-async function incoming(tenant: Tenant, deviceId: string, from: string, count: number, body: Record<string, unknown>): Promise<MessageBody> {
+async function incoming(tenant: Tenant, deviceId: string, from: string, count: number, body: Record<string, unknown>, timeoutMs = 20_000): Promise<MessageBody> {
   expectOk(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId, from, content: '', ...body }), 202);
   return waitFor(
     async () => {
       const page = await listMessages(ctx, tenant, `direction=in&limit=100&to=${from}`);
       return page.meta.total === count ? page.data[0] : undefined;
     },
-    20_000,
+    timeoutMs,
     `incoming message ${count} from ${from}`,
   );
 }
@@ -203,12 +225,18 @@ describe('incoming media, stored when it arrives', () => {
     // Over the cap of its type (an IMAGE above 5 MB, its length not declared).
     const huge = await incoming(tenant, device.id, from, 3, { type: 'IMAGE', mediaUrl: `${origin}/huge.jpg` });
     expect(huge.media).toMatchObject({ status: 'FAILED', error: { code: 'MEDIA_TOO_LARGE' } });
+    // A 110 MB video from the phone, its length not declared: cut off at 16 MB, stored without it.
+    const video = await incoming(tenant, device.id, from, 4, { type: 'VIDEO', content: 'the whole party', mediaUrl: `${origin}/video-stream-110mb.mp4?in` }, 60_000);
+    expect(video).toMatchObject({ content: 'the whole party', mediaUrl: null, media: { status: 'FAILED', error: { code: 'MEDIA_TOO_LARGE' } } });
+    expect(requests.get('/video-stream-110mb.mp4?in')).toBe(1);
+    expect(streamed.get('/video-stream-110mb.mp4?in')).toBeLessThan(48 * 1024 * 1024);
+    expect(expectError(await media(tenant, video.id), 404, 'NOT_FOUND').error.message).toMatch(/could not be downloaded/);
     // Nothing half-written stays behind, and each message.received went out with its error.
     const [left] = await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM media WHERE account_id = $1', [tenant.accountId]);
     expect(left!.n).toBe(0);
     const events = expectOk<{ data: { type: string; data: MessageBody }[] }>(await call(ctx, tenant, 'GET', '/events?limit=100')).data;
-    expect(events.filter((e) => e.type === 'message.received').map((e) => e.data.media?.status)).toEqual(['FAILED', 'FAILED', 'FAILED']);
-  }, 120_000);
+    expect(events.filter((e) => e.type === 'message.received').map((e) => e.data.media?.status)).toEqual(['FAILED', 'FAILED', 'FAILED', 'FAILED']);
+  }, 180_000);
 
   it('files past MEDIA_RETENTION_DAYS are pruned in batches, and their messages say so', async () => {
     const tenant = await createTenant(ctx);
@@ -244,15 +272,26 @@ describe('files of sends: limits and unreachable URLs', () => {
       // The same without a declared length: cut off at the cap (1 MB for a sticker).
       [{ type: 'STICKER', mediaUrl: `${origin}/huge.jpg` }, 'MEDIA_TOO_LARGE'],
       [{ type: 'VIDEO', mediaUrl: `${origin}/video-100mb.mp4`, content: 'big' }, 'MEDIA_TOO_LARGE'],
+      // 110 MB streamed without a declared length: cut off at 16 MB.
+      [{ type: 'VIDEO', mediaUrl: `${origin}/video-stream-110mb.mp4?send`, content: 'bigger' }, 'MEDIA_TOO_LARGE'],
       [{ type: 'IMAGE', mediaUrl: `${origin}/nowhere.jpg`, content: 'gone' }, 'MEDIA_UNREACHABLE'],
     ];
+    const asked = (body: Record<string, unknown>): number => requests.get(String(body.mediaUrl).slice(origin.length)) ?? 0;
+    const before = cases.map(([body]) => asked(body));
     for (const [body, code] of cases) {
       const sent = await sendDirect(ctx, tenant, { ...body, to });
-      const failed = await waitForStatus(ctx, tenant, sent.message.id, 'FAILED', 10_000);
+      const failed = await waitForStatus(ctx, tenant, sent.message.id, 'FAILED', 30_000);
       expect(failed.error, String(body.mediaUrl)).toMatchObject({ code });
     }
     expect((await sandboxMessages(ctx, tenant, { to })).meta.total).toBe(0);
-  }, 60_000);
+    // Each file was asked for once (the failures are final, not retried), and the stream was
+    // read no further than the cap and what the sockets buffer.
+    cases.forEach(([body], index) => expect(asked(body), String(body.mediaUrl)).toBe(before[index]! + 1));
+    expect(streamed.get('/video-stream-110mb.mp4?send')).toBeLessThan(48 * 1024 * 1024);
+    // Nothing is sent later either: every message stays FAILED with one attempt at most.
+    const records = (await listMessages(ctx, tenant, `to=${to}&limit=10`)).data;
+    expect(records.map((m) => m.status)).toEqual(cases.map(() => 'FAILED'));
+  }, 180_000);
 });
 
 describe('parseRange', () => {

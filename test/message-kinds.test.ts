@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchMedia, MEDIA_LIMITS } from '../src/outbound/media.js';
 import { GuardedHttp } from '../src/outbound/ssrf.js';
@@ -378,5 +379,59 @@ describe('reactions and poll votes from the other side (events)', () => {
     const text = (await sendDirect(ctx, tenant, { type: 'TEXT', content: 'not a poll', to: ani })).message;
     expectFieldError(await vote(ani, text.id, []), 'vote.messageId');
     expectFieldError(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: ani, content: '', type: 'POLL', vote: { messageId: single.id, options: [] } }), 'type');
+  });
+
+  it('a poll sent into a group chat: two members vote, both poll.vote events reach a webhook signed, and the record tallies both', async () => {
+    const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+    const hook = http.createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        received.push({ headers: request.headers, body });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    try {
+      const tenant = await createTenant(ctx);
+      const endpoint = expectOk<{ data: { secret: string } }>(
+        await call(ctx, tenant, 'POST', '/webhooks', { url: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hooks`, events: ['poll.vote'] }),
+        201,
+      ).data;
+      const device = await linkDevice(ctx, tenant);
+      const [ani, budi, cici] = [phone(), phone(), phone()];
+      const group = expectOk<{ data: { id: string } }>(await call(ctx, tenant, 'POST', '/sandbox/groups', { deviceId: device.id, name: 'Lunch club', members: [ani, budi, cici] }), 201).data;
+      const poll = (await sendDirect(ctx, tenant, { type: 'POLL', content: 'Where?', poll: { options: ['Warung', 'Canteen', 'Park'], multiple: true }, chatIds: [group.id] })).message;
+      expect(poll).toMatchObject({ chatId: group.id, status: 'SENT' });
+
+      const vote = (from: string, options: string[], extra: Record<string, unknown> = { group: group.id }) =>
+        call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from, content: '', vote: { messageId: poll.id, options }, ...extra });
+      expectOk(await vote(ani, ['Warung']), 202);
+      expectOk(await vote(budi, ['Warung', 'Park']), 202);
+      // Only a member votes in the group, and only on a poll of that chat.
+      expectFieldError(await vote(phone(), ['Park']), 'from');
+      expectFieldError(await vote(cici, ['Park'], {}), 'vote.messageId');
+
+      await waitFor(() => received.length >= 2, 10_000, 'two poll.vote deliveries');
+      const verifier = new Webhook(endpoint.secret);
+      const bodies = received.map((item) => verifier.verify(item.body, item.headers as Record<string, string>) as { type: string; data: Record<string, unknown> });
+      expect(bodies.map((b) => b.type)).toEqual(['poll.vote', 'poll.vote']);
+      expect(bodies.map((b) => b.data).sort((a, b) => String(a.voter).localeCompare(String(b.voter)))).toEqual(
+        [
+          { messageId: poll.id, voter: ani, options: ['Warung'] },
+          { messageId: poll.id, voter: budi, options: ['Warung', 'Park'] },
+        ].sort((a, b) => a.voter.localeCompare(b.voter)),
+      );
+      const record = expectOk<{ data: MessageBody }>(await call(ctx, tenant, 'GET', `/messages/${poll.id}`)).data;
+      expect(record.poll?.votes).toEqual([
+        { option: 'Warung', count: 2 },
+        { option: 'Canteen', count: 0 },
+        { option: 'Park', count: 1 },
+      ]);
+      expect(received).toHaveLength(2);
+    } finally {
+      hook.closeAllConnections();
+      await new Promise((resolve) => hook.close(resolve));
+    }
   });
 });

@@ -307,30 +307,47 @@ export function scan(ctx: TestContext, tenant: Tenant, code: string, phoneNumber
   return call(ctx, tenant, 'POST', '/sandbox/scan', { code, phoneNumber });
 }
 
+/** The device's current QR code, once a worker shows one (on a busy machine the first may take a while). */
+async function currentQr(ctx: TestContext, tenant: Tenant, deviceId: string): Promise<string> {
+  return waitFor(
+    async () => {
+      const response = await call(ctx, tenant, 'GET', `/devices/${deviceId}/qr`);
+      return response.statusCode === 503 ? undefined : expectOk<DataBody<QrBody>>(response).data.code;
+    },
+    20_000,
+    `a QR code shown for device ${deviceId}`,
+  );
+}
+
 /**
  * Scans the device's QR code as `phoneNumber` (starting with `code` when given). Codes live only
- * a second in tests: if the one scanned has just expired, it scans the current one, as a person
- * would. Asserts the scan is accepted.
+ * a second in tests: while the one scanned has expired (a busy machine can take longer than that
+ * between showing and scanning), it scans the current one, as a person would, for up to 20 s.
+ * Asserts the scan is accepted.
  */
 export async function scanCurrent(ctx: TestContext, tenant: Tenant, deviceId: string, phoneNumber: string, code?: string): Promise<LightMyRequestResponse> {
-  let current = code ?? expectOk<DataBody<QrBody>>(await call(ctx, tenant, 'GET', `/devices/${deviceId}/qr`)).data.code;
-  for (let attempt = 1; ; attempt++) {
+  const deadline = Date.now() + 20_000;
+  let current = code ?? (await currentQr(ctx, tenant, deviceId));
+  for (;;) {
     const scanned = await scan(ctx, tenant, current, phoneNumber);
-    if (scanned.statusCode === 200 || attempt === 3) {
+    if (scanned.statusCode === 200 || Date.now() > deadline) {
       expectOk(scanned);
       return scanned;
     }
     expect(expectFieldError(scanned, 'code').message).toMatch(/expired/);
-    current = expectOk<DataBody<QrBody>>(await call(ctx, tenant, 'GET', `/devices/${deviceId}/qr`)).data.code;
+    current = await currentQr(ctx, tenant, deviceId);
   }
 }
 
-/** Creates a device, scans its QR code as `phoneNumber` and waits until it is CONNECTED. */
+/**
+ * Creates a device, scans its QR code as `phoneNumber` and waits until it is CONNECTED. (The
+ * first QR code usually comes with POST /devices; on a busy machine it comes later, from GET qr.)
+ */
 export async function linkDevice(ctx: TestContext, tenant: Tenant, options: { name?: string; phoneNumber?: string } = {}): Promise<DeviceBody> {
-  const { device, qr } = await addDevice(ctx, tenant, options.name ?? 'phone');
+  const created = expectOk<CreatedDeviceBody>(await call(ctx, tenant, 'POST', '/devices', { name: options.name ?? 'phone' }), 201);
   const phoneNumber = options.phoneNumber ?? phone();
-  await scanCurrent(ctx, tenant, device.id, phoneNumber, qr.code);
-  const connected = await waitForDevice(ctx, tenant, device.id, 'CONNECTED');
+  await scanCurrent(ctx, tenant, created.data.id, phoneNumber, created.qr?.code);
+  const connected = await waitForDevice(ctx, tenant, created.data.id, 'CONNECTED');
   expect(connected.phoneNumber).toBe(phoneNumber);
   return connected;
 }

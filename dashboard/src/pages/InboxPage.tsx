@@ -9,6 +9,7 @@ import { useSearchParams } from 'react-router';
 import { api, ApiError, errorMessage } from '../api';
 import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
 
 interface ChatList {
   success: true;
@@ -28,31 +29,6 @@ function chatTitle(chat: Chat): string {
   if (chat.name) return chat.name;
   if (chat.phoneNumber) return formatPhone(chat.phoneNumber);
   return chat.id;
-}
-
-/** A media URL the browser can load: the API's own paths go through the dashboard's session. */
-function browserUrl(url: string | null): string | null {
-  if (!url) return null;
-  return url.startsWith('/') ? `/dashboard/api${url.replace(/^\/v1/, '')}` : url;
-}
-
-/** One line of what a message is, for the chat list and quotes. */
-function preview(message: Message | null | undefined): string {
-  if (!message) return '';
-  switch (message.type) {
-    case 'TEXT':
-      return message.content;
-    case 'LOCATION':
-      return `📍 ${message.location?.name ?? 'Location'}`;
-    case 'CONTACT':
-      return `👤 ${message.contacts?.map((c) => c.name).join(', ') ?? 'Contact'}`;
-    case 'POLL':
-      return `📊 ${message.content}`;
-    case 'REACTION':
-      return message.reaction?.emoji ? `Reacted ${message.reaction.emoji}` : 'Removed a reaction';
-    default:
-      return `${message.type.toLowerCase()}${message.content ? `: ${message.content}` : ''}`;
-  }
 }
 
 export function InboxPage() {
@@ -186,10 +162,7 @@ function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: 
 
   const newestFirst = history.data?.pages.flatMap((page) => page.data) ?? [];
   const byId = new Map(newestFirst.map((m) => [m.id, m]));
-  const reactions = new Map<string, string[]>();
-  for (const m of newestFirst) {
-    if (m.type === 'REACTION' && m.reaction?.messageId && m.reaction.emoji) reactions.set(m.reaction.messageId, [...(reactions.get(m.reaction.messageId) ?? []), m.reaction.emoji]);
-  }
+  const reactions = reactionsByTarget(newestFirst);
   const shown = [...newestFirst].reverse().filter((m) => !(m.type === 'REACTION' && m.reaction?.messageId && byId.has(m.reaction.messageId)));
   const end = useRef<HTMLDivElement>(null);
   const newestId = newestFirst[0]?.id;
@@ -241,95 +214,16 @@ function Bubble({ message, group, quoted, reactions }: { message: Message; group
   return (
     <article className={`bubble ${mine ? 'bubble-out' : 'bubble-in'}`} data-message={message.id}>
       {group && !mine ? <div className="small bubble-from">{formatPhone(message.from)}</div> : null}
-      {message.replyTo ? <blockquote className="quote small">{quoted ? preview(quoted) : 'A message'}</blockquote> : null}
+      {message.replyTo ? <Quote id={message.replyTo} known={quoted} /> : null}
       <MessageBody message={message} media={media} />
       <div className="bubble-meta small muted">
-        {reactions && reactions.length > 0 ? <span className="reactions" aria-label="Reactions">{reactions.join(' ')}</span> : null}
+        <MessageMarks message={message} />
+        <Reactions emoji={reactions} />
         <Time value={message.createdAt} short />
         {mine ? <StatusBadge status={message.status} /> : null}
       </div>
     </article>
   );
-}
-
-function MessageBody({ message, media }: { message: Message; media: string | null }) {
-  const caption = message.content ? <p className="bubble-text">{message.content}</p> : null;
-  switch (message.type) {
-    case 'IMAGE':
-    case 'STICKER':
-      return (
-        <>
-          {media ? <img className="bubble-image" src={media} alt={message.content || (message.type === 'STICKER' ? 'Sticker' : 'Image')} loading="lazy" /> : <p className="muted">Image</p>}
-          {message.type === 'IMAGE' ? caption : null}
-        </>
-      );
-    case 'VIDEO':
-      return (
-        <>
-          {media ? <video className="bubble-image" src={media} controls preload="none" /> : <p className="muted">Video</p>}
-          {caption}
-        </>
-      );
-    case 'AUDIO':
-      return media ? <audio src={media} controls preload="none" aria-label={message.media?.seconds ? `Audio, ${message.media.seconds} s` : 'Audio'} /> : <p className="muted">Audio</p>;
-    case 'DOCUMENT':
-      return (
-        <>
-          <p>
-            📄{' '}
-            {media ? (
-              <a href={media} target="_blank" rel="noreferrer">
-                {message.media?.fileName ?? 'Document'}
-              </a>
-            ) : (
-              (message.media?.fileName ?? 'Document')
-            )}
-          </p>
-          {caption}
-        </>
-      );
-    case 'LOCATION': {
-      const place = message.location;
-      if (!place) return caption;
-      const map = `https://www.openstreetmap.org/?mlat=${place.latitude}&mlon=${place.longitude}#map=16/${place.latitude}/${place.longitude}`;
-      return (
-        <p>
-          📍{' '}
-          <a href={map} target="_blank" rel="noreferrer">
-            {place.name ?? `${place.latitude}, ${place.longitude}`}
-          </a>
-          {place.address ? <span className="small muted"> · {place.address}</span> : null}
-        </p>
-      );
-    }
-    case 'CONTACT':
-      return (
-        <ul className="plain contact-cards">
-          {(message.contacts ?? []).map((card) => (
-            <li key={`${card.name}-${card.phoneNumber}`}>
-              👤 <strong>{card.name}</strong> <span className="muted">{formatPhone(card.phoneNumber)}</span>
-            </li>
-          ))}
-        </ul>
-      );
-    case 'POLL':
-      return (
-        <div className="poll">
-          <p className="bubble-text">📊 {message.content}</p>
-          <ul className="plain">
-            {(message.poll?.votes ?? message.poll?.options.map((option) => ({ option, count: 0 })) ?? []).map((vote) => (
-              <li key={vote.option}>
-                {vote.option} <span className="badge badge-neutral">{vote.count}</span>
-              </li>
-            ))}
-          </ul>
-        </div>
-      );
-    case 'REACTION':
-      return <p className="muted">{preview(message)}</p>;
-    default:
-      return caption ?? <p className="muted">(no text)</p>;
-  }
 }
 
 function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: string; group: boolean }) {

@@ -4,6 +4,7 @@ import { useSearchParams } from 'react-router';
 import { api } from '../api';
 import type { Listing, Message } from '../types';
 import { ConfirmButton, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time } from '../ui';
+import { browserUrl, MessageBody, MessageMarks, Quote, Reactions, reactionsByTarget } from '../message-view';
 
 const STATUSES = ['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'];
 const MOVING = new Set(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED']);
@@ -31,6 +32,9 @@ export function MessagesPage() {
     if (draft.jobId.trim()) next.set('jobId', draft.jobId.trim());
     setParams(next);
   };
+  const shown = messages.data?.data ?? [];
+  const byId = new Map(shown.map((message) => [message.id, message]));
+  const reactions = reactionsByTarget(shown);
   const setPage = (value: number): void => {
     const next = new URLSearchParams(params);
     next.set('page', String(value));
@@ -87,8 +91,12 @@ export function MessagesPage() {
                     {message.direction === 'in' ? <span className="muted small">from </span> : null}
                     {formatPhone(message.direction === 'in' ? message.from : message.to)}
                   </td>
-                  <td data-label="Message" className="message-cell">
-                    {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null} {message.content || <span className="muted">(no text)</span>}
+                  <td data-label="Message" className="message-cell" data-message={message.id}>
+                    {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null}
+                    {message.replyTo ? <Quote id={message.replyTo} known={byId.get(message.replyTo)} /> : null}
+                    <MessageBody message={message} media={browserUrl(message.mediaUrl)} />
+                    <Reactions emoji={reactions.get(message.id)} />
+                    <MessageMarks message={message} />
                     {message.error ? <div className="small error-text">{message.error.code}: {message.error.message}</div> : null}
                   </td>
                   <td data-label="Status" className="status-cell">

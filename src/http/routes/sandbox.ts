@@ -72,11 +72,14 @@ function digits(value: string, field: string): string {
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; database: Database }> = async (app, { world, database }) => {
   const devices = new DeviceStore(database);
 
-  /** A vote on a poll the device sent to `from`: a choice among its options (one, unless the poll takes several). */
+  /**
+   * A vote by `from` on a poll the device sent into `chat` (`from` itself, or a group chat `from`
+   * is a member of): a choice among its options (one, unless the poll takes several).
+   */
   const votePayload = async (
     accountId: string,
     deviceId: string,
-    from: string,
+    chat: string,
     vote: { messageId: string; options: string[] },
     body: Record<string, unknown>,
   ): Promise<SandboxPayload> => {
@@ -86,7 +89,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
     }
     if (body.content !== '') errors.push({ field: 'content', message: 'must be "" with vote' });
     const poll = await getReferenced(database, accountId, vote.messageId);
-    const problem = referenceProblem(poll, [from], deviceId, 'vote.messageId');
+    const problem = referenceProblem(poll, [chat], deviceId, 'vote.messageId');
     if (problem) errors.push(problem);
     else if (poll!.type !== 'POLL' || !poll!.payload?.poll) errors.push({ field: 'vote.messageId', message: 'is not a POLL' });
     const options = poll?.payload?.poll?.options ?? [];
@@ -215,7 +218,10 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
                   messageId: Type.String({ minLength: 1, maxLength: 100 }),
                   options: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 12, description: 'The current choice; [] takes the vote back' }),
                 },
-                { additionalProperties: false, description: "Play the sender's vote on a POLL the device sent them (then give no type and content \"\")" },
+                {
+                  additionalProperties: false,
+                  description: "Play the sender's vote on a POLL the device sent them, or (with `group`) sent into a group chat they are a member of (then give no type and content \"\")",
+                },
               ),
             ),
             edit: Type.Optional(
@@ -252,11 +258,10 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         const [known] = await world.groups(request.body.deviceId, [group]);
         if (!known) throw validationError('group', 'is not a group chat of the device (POST /sandbox/groups)');
         if (!known.members.slice(1).includes(from)) throw validationError('from', 'is not a member of the group');
-        if (request.body.vote) throw validationError('vote', 'is not played in a group chat');
         if (edit || remove) throw validationError(edit ? 'edit' : 'delete', 'is not played in a group chat');
       }
       const payload = request.body.vote
-        ? await votePayload(accountId, request.body.deviceId, from, request.body.vote, request.body)
+        ? await votePayload(accountId, request.body.deviceId, group ?? from, request.body.vote, request.body)
         : edit
           ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
           : remove
