@@ -376,7 +376,7 @@ describe('QR rotation (SANDBOX_QR_MS=1000)', () => {
         const qr = expectOk<DataBody<QrBody>>(await call(ctx, tenant, 'GET', `/devices/${device.id}/qr`)).data;
         return qr.code !== first.code ? { qr, seenAt: Date.now() } : undefined;
       },
-      3_000,
+      15_000,
       'a new QR code',
       20,
     );
@@ -395,7 +395,7 @@ describe('QR rotation (SANDBOX_QR_MS=1000)', () => {
         const qr = expectOk<DataBody<QrBody>>(await call(ctx, tenant, 'GET', `/devices/${device.id}/qr`)).data;
         return qr.code !== first.code && qr.code !== second.qr.code;
       },
-      3_000,
+      15_000,
       'a third QR code',
       20,
     );

@@ -123,6 +123,7 @@ function eventsOfType(tenant: Tenant, type: string, count: number): Promise<{ ty
 }
 
 describe('sending each kind', () => {
+  // Nine sends (or nine bulk jobs) in turn, each waiting for the network: minutes on a busy machine.
   it('direct: every type is SENT with its fields on the record, and the network gets them', async () => {
     const tenant = await createTenant(ctx);
     await linkDevice(ctx, tenant);
@@ -138,7 +139,7 @@ describe('sending each kind', () => {
       if (type === 'CONTACT') expect(got!.payload).toEqual({ contacts: expected.CONTACT!.contacts });
       if (type === 'POLL') expect(got).toMatchObject({ content: 'Lunch?', payload: { poll: { options: POLL.options, multiple: true } } });
     }
-  });
+  }, 120_000);
 
   it('bulk: a job of each type copies the kind into every message (with mentions)', async () => {
     const tenant = await createTenant(ctx);
@@ -155,7 +156,7 @@ describe('sending each kind', () => {
       const [got] = await received(tenant, recipients[10]!);
       expect(got!.payload).toMatchObject({ mentions });
     }
-  });
+  }, 120_000);
 
   it('a STICKER that is not WebP, or over 1 MB, ends FAILED with a MEDIA_* code (refunded)', async () => {
     const tenant = await createTenant(ctx);

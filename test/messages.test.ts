@@ -107,7 +107,8 @@ describe('POST /messages/:id/cancel', () => {
   it('cancels a SCHEDULED message: CANCELLED, refunded, and never sent', async () => {
     const tenant = await createTenant(ctx);
     await linkDevice(ctx, tenant);
-    const at = isoIn(2_000);
+    // Far enough ahead that both are still SCHEDULED when the cancel comes on a busy machine.
+    const at = isoIn(6_000);
     const [cancelTo, keepTo] = phones(2) as [string, string];
     const toCancel = expectOk<DirectSendBody>(await send(ctx, tenant, { type: 'TEXT', content: 'cancel me', to: cancelTo, scheduledAt: at }), 202);
     const toKeep = expectOk<DirectSendBody>(await send(ctx, tenant, { type: 'TEXT', content: 'keep me', to: keepTo, scheduledAt: at }), 202);
@@ -122,7 +123,7 @@ describe('POST /messages/:id/cancel', () => {
     expect(again.error.details).toEqual({ status: 'CANCELLED' });
 
     // The other message of the same moment goes out; the cancelled one never does.
-    await waitFor(async () => ['SENT', 'DELIVERED', 'READ'].includes((await getMessage(ctx, tenant, toKeep.message.id)).status), 5_000, 'the kept message to go out');
+    await waitFor(async () => ['SENT', 'DELIVERED', 'READ'].includes((await getMessage(ctx, tenant, toKeep.message.id)).status), 20_000, 'the kept message to go out');
     expect((await getMessage(ctx, tenant, toCancel.message.id)).status).toBe('CANCELLED');
     expect((await sandboxMessages(ctx, tenant, { to: cancelTo })).meta.total).toBe(0);
     expect(await usedMessages(ctx, tenant)).toBe(1);

@@ -233,7 +233,7 @@ describe('unauthenticated traffic (finding 6)', () => {
     expect(valid.statusCode).toBe(200);
     expect(valid.headers['ratelimit-limit']).toBe('1000');
     expectError(await limited.app.inject({ method: 'GET', url: '/contacts', remoteAddress: '203.0.113.51' }), 401, 'UNAUTHORIZED');
-  });
+  }, 120_000);
 
   it('holds one count across two app instances on PostgreSQL (counted in the database)', async (test) => {
     if (limited.database.kind !== 'postgres') test.skip();

@@ -368,7 +368,7 @@ describe('pairing code', () => {
     // DELETE /devices/:id logs the device out of WhatsApp and deletes its credentials.
     const current = fake.last;
     expect((await api('DELETE', `/devices/${device.id}`)).status).toBe(200);
-    await waitFor(() => current.loggedOut, 5_000, 'logout sent to WhatsApp');
+    await waitFor(() => current.loggedOut, 20_000, 'logout sent to WhatsApp');
     await waitFor(async () => (await ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [device.id])).length === 0, 3_000, 'credentials deleted');
   });
 

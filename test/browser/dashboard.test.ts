@@ -82,7 +82,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Add device' }).click();
     const device = page.locator('article.device', { hasText: 'Shop phone' });
     await device.getByRole('img', { name: /QR code to link Shop phone/ }).waitFor();
-    await expect.poll(() => device.getByTestId('device-status').textContent()).toBe('PENDING');
+    await expect.poll(() => device.getByTestId('device-status').textContent(), { timeout: 15_000 }).toBe('PENDING');
     await device.getByLabel('Phone number of the simulated phone').fill('+62 811 2222 3333');
     await device.getByRole('button', { name: 'Simulate phone scan' }).click();
     await expect.poll(() => device.getByTestId('device-status').textContent(), { timeout: 15_000 }).toBe('CONNECTED');
@@ -96,7 +96,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByLabel('Name', { exact: true }).fill('Order system');
     await page.getByRole('button', { name: 'Create token' }).click();
     const value = page.getByTestId('new-token-value');
-    await expect.poll(() => value.inputValue()).toMatch(/^wg_[0-9A-Za-z]{43}$/);
+    await expect.poll(() => value.inputValue(), { timeout: 15_000 }).toMatch(/^wg_[0-9A-Za-z]{43}$/);
     const token = await value.inputValue();
     await page.getByText('This is the only time the token is shown').waitFor();
     const created = page.getByRole('region', { name: /Token “Order system” created/ });
@@ -121,9 +121,9 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Send', exact: true }).click();
     await page.getByRole('heading', { name: 'Bulk job started' }).waitFor();
     await expect.poll(() => page.getByTestId('job-percent').textContent(), { timeout: 30_000 }).toBe('100%');
-    await expect.poll(() => page.getByTestId('job-status').textContent()).toBe('COMPLETED');
+    await expect.poll(() => page.getByTestId('job-status').textContent(), { timeout: 15_000 }).toBe('COMPLETED');
     await openNav('Bulk jobs');
-    await expect.poll(() => page.getByTestId('job-percent').first().textContent()).toBe('100%');
+    await expect.poll(() => page.getByTestId('job-percent').first().textContent(), { timeout: 15_000 }).toBe('100%');
     const jobs = (await (await publicApi('/messages/bulk-jobs', token)).json()) as { data: Array<{ totalContacts: number; sentCount: number }> };
     expect(jobs.data[0]).toMatchObject({ totalContacts: 12, sentCount: 12 });
 
@@ -144,7 +144,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await openNav('Settings');
     await page.locator('tr', { hasText: 'Order system' }).getByRole('button', { name: 'Revoke' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
-    await expect.poll(() => page.locator('tr', { hasText: 'Order system' }).getByText('REVOKED').count()).toBe(1);
+    await expect.poll(() => page.locator('tr', { hasText: 'Order system' }).getByText('REVOKED').count(), { timeout: 15_000 }).toBe(1);
     const refused = await publicApi('/account', token);
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
@@ -167,7 +167,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     const menu = page.getByRole('button', { name: 'Menu' });
     await menu.focus();
     await page.keyboard.press('Enter');
-    await expect.poll(() => menu.getAttribute('aria-expanded')).toBe('true');
+    await expect.poll(() => menu.getAttribute('aria-expanded'), { timeout: 15_000 }).toBe('true');
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Contacts' }).press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Contacts' }).waitFor();
 
@@ -182,7 +182,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByLabel('Email').fill(EMAIL);
     await page.getByLabel('Password').fill('not the password');
     await page.getByRole('button', { name: 'Log in' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('The email or the password is not right');
+    await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 15_000 }).toContain('The email or the password is not right');
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Devices' }).waitFor();
@@ -214,11 +214,11 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByLabel('…or paste the CSV').fill('name,phoneNumber\nBudi,+62 812 7000 0002\nCitra,+62 812 7000 0003\nAna again,+62 812 7000 0001\nBroken,12');
     await page.getByRole('button', { name: 'Import', exact: true }).click();
     const report = page.getByRole('status').filter({ hasText: 'rows:' });
-    await expect.poll(() => report.textContent()).toContain('4 rows: 2 added, 1 skipped, 1 rejected.');
+    await expect.poll(() => report.textContent(), { timeout: 15_000 }).toContain('4 rows: 2 added, 1 skipped, 1 rejected.');
     await page.getByRole('table', { name: 'Rows not added' }).getByRole('row', { name: /^5 Rejected/ }).waitFor();
 
     await page.getByLabel('Search').fill('citra');
-    await expect.poll(() => page.getByRole('table', { name: 'Contacts' }).getByRole('row').count()).toBe(2);
+    await expect.poll(() => page.getByRole('table', { name: 'Contacts' }).getByRole('row').count(), { timeout: 15_000 }).toBe(2);
     await page.getByRole('button', { name: 'Edit Citra' }).click();
     await page.getByRole('form', { name: 'Edit Citra' }).getByLabel('Name').fill('Citra Lestari');
     await page.getByRole('button', { name: 'Save' }).click();
@@ -238,9 +238,9 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await page.getByRole('checkbox', { name: /Budi/ }).check();
     await page.getByRole('button', { name: /Add 2 to the group/ }).click();
     await page.getByRole('button', { name: 'Remove Budi from the group' }).waitFor();
-    await expect.poll(() => page.getByText('2 members', { exact: false }).count()).toBeGreaterThan(0);
+    await expect.poll(() => page.getByText('2 members', { exact: false }).count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await page.getByRole('button', { name: 'Remove Budi from the group' }).click();
-    await expect.poll(() => page.getByRole('button', { name: 'Remove Budi from the group' }).count()).toBe(0);
+    await expect.poll(() => page.getByRole('button', { name: 'Remove Budi from the group' }).count(), { timeout: 15_000 }).toBe(0);
     await page.getByRole('button', { name: 'Remove Ana Putri from the group' }).waitFor();
   }, 60_000);
 

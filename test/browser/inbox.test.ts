@@ -113,7 +113,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await page.getByLabel('Password').press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
     await page.evaluate(() => Object.assign(globalThis, { __noReload: true }));
-    await expect.poll(() => unreadOf(ALICE)).toBe('2');
+    await expect.poll(() => unreadOf(ALICE), { timeout: 15_000 }).toBe('2');
     expect(await unreadOf(BOB)).toBe('1');
     expect(await unreadOf(groupId)).toBe('1');
     await page.locator(`button[data-chat="${groupId}"]`).getByText('Family').waitFor();
@@ -132,7 +132,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await incoming(ALICE, '', { type: 'LOCATION', location: { latitude: -6.2, longitude: 106.8, name: 'Shop', address: 'Jl. Sudirman 1' } });
     await incoming(ALICE, '', { type: 'CONTACT', contacts: [{ name: 'Budi', phoneNumber: '6281399998888' }] });
     const poll = await publicApi<{ message: { id: string } }>('POST', '/messages/send', { type: 'POLL', content: 'Open on Sunday?', poll: { options: ['Yes', 'No'] }, recipients: [ALICE], deviceId });
-    await expect.poll(async () => (await publicApi<{ data: { status: string } }>('GET', `/messages/${poll.message.id}`)).data.status).not.toBe('QUEUED');
+    await expect.poll(async () => (await publicApi<{ data: { status: string } }>('GET', `/messages/${poll.message.id}`)).data.status, { timeout: 15_000 }).not.toBe('QUEUED');
     await incoming(ALICE, '', { vote: { messageId: poll.message.id, options: ['Yes'] } });
     await incoming(ALICE, 'yes please', { replyTo: poll.message.id });
     await incoming(ALICE, '', { type: 'REACTION', reaction: { messageId: poll.message.id, emoji: '👍' } });
@@ -141,18 +141,18 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     const log = page.getByRole('log', { name: 'Messages' });
     await log.getByText('hi from alice').waitFor();
     await log.getByRole('img', { name: 'our shop' }).waitFor();
-    await expect.poll(() => log.getByRole('img', { name: 'our shop' }).evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
-    await expect.poll(() => log.locator('audio').count()).toBe(1);
+    await expect.poll(() => log.getByRole('img', { name: 'our shop' }).evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth), { timeout: 15_000 }).toBeGreaterThan(0);
+    await expect.poll(() => log.locator('audio').count(), { timeout: 15_000 }).toBe(1);
     expect(await log.getByRole('link', { name: 'Shop' }).getAttribute('href')).toContain('openstreetmap.org/?mlat=-6.2&mlon=106.8');
     await log.getByText('Budi').waitFor();
     const pollBubble = log.locator(`article[data-message="${poll.message.id}"]`);
     await pollBubble.getByText('Open on Sunday?').waitFor();
-    await expect.poll(() => pollBubble.locator('li', { hasText: 'Yes' }).locator('.badge').textContent()).toBe('1');
-    await expect.poll(() => pollBubble.getByLabel('Reactions').textContent()).toBe('👍');
+    await expect.poll(() => pollBubble.locator('li', { hasText: 'Yes' }).locator('.badge').textContent(), { timeout: 15_000 }).toBe('1');
+    await expect.poll(() => pollBubble.getByLabel('Reactions').textContent(), { timeout: 15_000 }).toBe('👍');
     await log.locator('blockquote', { hasText: 'Open on Sunday?' }).waitFor();
 
     // Opening the chat marked it read.
-    await expect.poll(() => unreadOf(ALICE)).toBe('');
+    await expect.poll(() => unreadOf(ALICE), { timeout: 15_000 }).toBe('');
     expect((await publicApi<{ data: { unreadCount: number } }>('GET', `/chats/${ALICE}`)).data.unreadCount).toBe(0);
 
     // A reply from the box lands in this chat.
@@ -198,6 +198,6 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     expect(await overflow()).toBeLessThanOrEqual(0);
     await page.getByRole('button', { name: '← Chats' }).click();
     await page.locator(`button[data-chat="${BOB}"]`).waitFor();
-    await expect.poll(() => unreadOf(BOB)).toBe('');
+    await expect.poll(() => unreadOf(BOB), { timeout: 15_000 }).toBe('');
   }, 90_000);
 });
