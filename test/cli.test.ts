@@ -23,6 +23,8 @@ afterAll(() => {
 });
 
 describe('waygate CLI on the embedded database', () => {
+  // Each command is a process of its own that boots PGlite (the first also runs initdb and every
+  // migration): about ten of them per test, which took over 120 s beside a full suite at load 9.
   it('creates an account and tokens, lists and revokes them', async () => {
     const env = { DATA_DIR: tempDataDir() };
     const created = await run(['accounts', 'create', '--email', 'Owner@Example.com', '--password', 'long password', '--plan', 'pro'], env);
@@ -51,7 +53,7 @@ describe('waygate CLI on the embedded database', () => {
     const plan = await run(['accounts', 'set-plan', '--email', 'owner@example.com', '--plan', 'yearly'], env);
     expect(plan.code).toBe(0);
     expect(plan.stdout).toContain('yearly');
-  }, 120_000);
+  }, 300_000);
 
   it('explains mistakes on stderr with a non-zero exit', async () => {
     const env = { DATA_DIR: tempDataDir() };
@@ -69,7 +71,7 @@ describe('waygate CLI on the embedded database', () => {
     expect(badEnv.stderr).toMatch(/PORT must be a whole number/);
     const unknown = await run(['frobnicate'], env);
     expect(unknown.code).toBe(2);
-  }, 120_000);
+  }, 300_000);
 
   it('runs operator commands through the server that holds the data directory, and refuses a second server', async () => {
     const dataDir = tempDataDir();
