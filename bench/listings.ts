@@ -154,6 +154,8 @@ export async function measureListings(
 ): Promise<void> {
   const { origin, token, client, options, targetMs, countCap } = setup;
   for (const listing of listings) {
+    // Page DEEP_PAGE, the cursor after the page before it, and one beyond nine tenths must exist.
+    if (listing.rows < (DEEP_PAGE + 1) * LIMIT) throw new Error(`${listing.name}: ${listing.rows.toLocaleString('en')} rows are too few to read page ${DEEP_PAGE} at limit ${LIMIT}; seed at least ${((DEEP_PAGE + 1) * LIMIT).toLocaleString('en')}`);
     const get = async (query: string) => {
       const started = performance.now();
       const answer = await api<ListingBody>(origin, token, 'GET', `${listing.route}?limit=${LIMIT}${query}`);
