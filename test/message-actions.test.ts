@@ -28,6 +28,7 @@ import {
   waitFor,
   type DataBody,
   type MessageBody,
+  startWebhookReceiver,
 } from './messaging-helpers.js';
 
 let ctx: TestContext;
@@ -266,20 +267,12 @@ describe('the other side edits and deletes its messages (the sandbox plays them)
 
 describe('events are delivered and signed', () => {
   it('message.edited and message.deleted reach a webhook, verified with standardwebhooks', async () => {
-    const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
-    const hook = http.createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        received.push({ headers: request.headers, body });
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    const hook = await startWebhookReceiver();
+    const { received } = hook;
     try {
       const tenant = await createTenant(ctx);
       const secret = newWebhookSecret();
-      const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hooks`;
+      const url = hook.url;
       await ctx.database.query(`INSERT INTO webhook_endpoints (id, account_id, url, events, secret) VALUES ($1, $2, $3, $4, $5)`, [
         `wh_${Math.random().toString(36).slice(2, 14)}`,
         tenant.accountId,
@@ -297,8 +290,7 @@ describe('events are delivered and signed', () => {
       expect(bodies.map((b) => b.type).sort()).toEqual(['message.deleted', 'message.edited']);
       expect(bodies.every((b) => b.data.id === sent.id && b.data.content === 'final')).toBe(true);
     } finally {
-      hook.closeAllConnections();
-      await new Promise((resolve) => hook.close(resolve));
+      await hook.close();
     }
   });
 });

@@ -31,6 +31,7 @@ import {
   waitForJob,
   type MessageBody,
   type SandboxMessageBody,
+  startWebhookReceiver,
 } from './messaging-helpers.js';
 
 let ctx: TestContext;
@@ -383,20 +384,12 @@ describe('reactions and poll votes from the other side (events)', () => {
   });
 
   it('a poll sent into a group chat: two members vote, both poll.vote events reach a webhook signed, and the record tallies both', async () => {
-    const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
-    const hook = http.createServer((request, response) => {
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        received.push({ headers: request.headers, body });
-        response.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    const hook = await startWebhookReceiver();
+    const { received } = hook;
     try {
       const tenant = await createTenant(ctx);
       const endpoint = expectOk<{ data: { secret: string } }>(
-        await call(ctx, tenant, 'POST', '/webhooks', { url: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hooks`, events: ['poll.vote'] }),
+        await call(ctx, tenant, 'POST', '/webhooks', { url: hook.url, events: ['poll.vote'] }),
         201,
       ).data;
       const device = await linkDevice(ctx, tenant);
@@ -431,8 +424,7 @@ describe('reactions and poll votes from the other side (events)', () => {
       ]);
       expect(received).toHaveLength(2);
     } finally {
-      hook.closeAllConnections();
-      await new Promise((resolve) => hook.close(resolve));
+      await hook.close();
     }
   });
 });
