@@ -28,8 +28,8 @@ import {
   waitFor,
   type DataBody,
   type MessageBody,
-  startWebhookReceiver,
 } from './messaging-helpers.js';
+import { startWebhookReceiver } from './webhook-receiver.js';
 
 let ctx: TestContext;
 let media: http.Server;

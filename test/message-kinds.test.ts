@@ -31,8 +31,8 @@ import {
   waitForJob,
   type MessageBody,
   type SandboxMessageBody,
-  startWebhookReceiver,
 } from './messaging-helpers.js';
+import { startWebhookReceiver } from './webhook-receiver.js';
 
 let ctx: TestContext;
 let server: http.Server;

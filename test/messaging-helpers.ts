@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 /**
  * Shared helpers for the messaging tests (devices, sending, bulk jobs, scheduling, idempotency,
  * quota): typed response bodies, a small request wrapper, polling with a bounded timeout, device
@@ -410,24 +408,3 @@ export async function createGroup(ctx: TestContext, tenant: Tenant, numbers: str
   return expectOk<DataBody<{ id: string; contactsCount: number }>>(await call(ctx, tenant, 'POST', '/groups', { name, contactIds }), 201).data;
 }
 
-/** A webhook receiver on loopback that answers 204 and keeps each delivery's headers and raw body, in order. */
-export async function startWebhookReceiver(): Promise<{ url: string; received: { headers: http.IncomingHttpHeaders; body: string }[]; close(): Promise<void> }> {
-  const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
-  const server = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => {
-      received.push({ headers: request.headers, body });
-      response.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    received,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}

@@ -5,7 +5,6 @@
  * playwright-core in a fresh profile with every background network feature turned off.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -86,31 +85,7 @@ export async function startDashboardServer(database: Database, env: Record<strin
   };
 }
 
-export interface WebhookReceiver {
-  url: string;
-  received: Array<{ headers: http.IncomingHttpHeaders; body: string }>;
-  close(): Promise<void>;
-}
-
-/** An HTTP endpoint that answers 200 to every webhook call and keeps what it got. */
-export async function startWebhookReceiver(): Promise<WebhookReceiver> {
-  const received: WebhookReceiver['received'] = [];
-  const server = http.createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => {
-      received.push({ headers: request.headers, body });
-      response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hook`,
-    received,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
+export { startWebhookReceiver, type WebhookReceiver } from '../webhook-receiver.js';
 
 export interface Browser {
   context: BrowserContext;
