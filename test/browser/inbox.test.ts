@@ -12,13 +12,10 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { chromiumAvailable, CHROMIUM_PATH, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
 
 const SCREENSHOTS = path.resolve('test-results/browser');
-const available = chromiumAvailable();
-if (!available && process.env.CI === 'true') {
-  throw new Error(`Chromium is missing at ${CHROMIUM_PATH}; CI needs it for the dashboard tests (apt-get install -y chromium)`);
-}
+const available = chromiumForTests();
 
 const EMAIL = 'inbox@example.test';
 const PASSWORD = 'a long enough password';

@@ -20,15 +20,12 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { openTestDatabase } from '../helpers.js';
 import { newId } from '../../src/platform/ids.js';
 import { WhatsAppStore } from '../../src/network/whatsapp/whatsapp-store.js';
-import { chromiumAvailable, CHROMIUM_PATH, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const SCREENSHOTS = path.resolve('test-results/browser');
-const available = chromiumAvailable();
-if (!available && process.env.CI === 'true') {
-  throw new Error(`Chromium is missing at ${CHROMIUM_PATH}; CI needs it for the dashboard tests (apt-get install -y chromium)`);
-}
+const available = chromiumForTests();
 
 const PASSWORD = 'a long enough password';
 const DESKTOP = { width: 1280, height: 800 };

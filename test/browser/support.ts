@@ -24,6 +24,15 @@ export function chromiumAvailable(): boolean {
   return fs.existsSync(CHROMIUM_PATH);
 }
 
+/** Whether a browser test file can run: Chromium is there; in CI (CI=true) its absence fails the file instead of skipping it. */
+export function chromiumForTests(): boolean {
+  const available = chromiumAvailable();
+  if (!available && process.env.CI === 'true') {
+    throw new Error(`Chromium is missing at ${CHROMIUM_PATH}; CI needs it for the dashboard tests (apt-get install -y chromium)`);
+  }
+  return available;
+}
+
 /**
  * Builds dashboard/dist with Vite unless a build is already there. The build goes to a folder of
  * its own and is renamed into place, so a server reading dashboard/dist meanwhile never sees half
