@@ -2160,7 +2160,7 @@ export interface components {
                 /** @description "" removes the reaction */
                 emoji: string;
             };
-            /** @description Any type but REACTION: the id of a message of the account in the same chat, quoted */
+            /** @description Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds) */
             replyTo?: string;
             /** @description Any type but REACTION: phone numbers mentioned */
             mentions?: string[];
@@ -7053,7 +7053,7 @@ export interface operations {
                         /** @description "" removes the reaction */
                         emoji: string;
                     };
-                    /** @description Any type but REACTION: the id of a message of the account in the same chat, quoted */
+                    /** @description Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds) */
                     replyTo?: string;
                     /** @description Any type but REACTION: phone numbers mentioned */
                     mentions?: string[];

@@ -153,6 +153,52 @@ describe('chats from traffic', () => {
     expect(stranger.message).toMatchObject({ status: 'FAILED', error: { code: 'NOT_A_GROUP_MEMBER' } });
     expectFieldError(await call(ctx, tenant, 'POST', '/messages/send', { type: 'TEXT', content: 'x', chatIds: ['12345'] }), 'chatIds[0]');
   });
+
+  it("quotes and reacts to a member's message in the group chat, and a member quotes ours there; the member's direct chat is refused", async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const [alice, bob] = [phone(), phone()];
+    const group = await createGroup(tenant, device.id, 'Club', [alice, bob]);
+    await incoming(tenant, device.id, alice, 'who brings the ball?', { group: group.id });
+    const theirs = await waitFor(async () => {
+      const last = (await getChat(tenant, group.id)).lastMessage;
+      return last?.content === 'who brings the ball?' ? last : undefined;
+    }, 15_000, "alice's message in the group chat");
+    expect(theirs).toMatchObject({ from: alice, chatId: group.id, direction: 'in' });
+    const [theirsOnNetwork] = await ctx.database.query<{ network_message_id: string }>('SELECT network_message_id FROM messages WHERE id = $1', [theirs.id]);
+
+    // Into the group chat: the reply and the reaction reach the network pointing at alice's message.
+    const reply = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'I do', chatIds: [group.id], replyTo: theirs.id });
+    expect(reply.message).toMatchObject({ to: group.id, chatId: group.id, replyTo: theirs.id, status: 'SENT' });
+    const reaction = await sendDirect(ctx, tenant, { type: 'REACTION', reaction: { messageId: theirs.id, emoji: '⚽' }, chatIds: [group.id] });
+    expect(reaction.message).toMatchObject({ to: group.id, status: 'SENT' });
+    const onNetwork = (await sandboxMessages(ctx, tenant)).data.filter((m) => m.to === group.id);
+    expect(onNetwork.map((m) => m.payload)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ replyTo: theirsOnNetwork!.network_message_id }),
+        expect.objectContaining({ reaction: { networkMessageId: theirsOnNetwork!.network_message_id, emoji: '⚽' } }),
+      ]),
+    );
+
+    // A member's message is not in their direct chat, and a direct message is not in the group.
+    expectFieldError(await call(ctx, tenant, 'POST', '/messages/send', { type: 'TEXT', content: 'x', to: alice, replyTo: theirs.id }), 'replyTo');
+    await incoming(tenant, device.id, alice, 'just us', {});
+    const direct = await waitFor(async () => {
+      const last = (await listChats(tenant)).data.find((c) => c.id === alice)?.lastMessage;
+      return last?.content === 'just us' ? last : undefined;
+    }, 15_000, "alice's direct message");
+    expectFieldError(await call(ctx, tenant, 'POST', '/messages/send', { type: 'TEXT', content: 'x', chatIds: [group.id], replyTo: direct.id }), 'replyTo');
+
+    // Bob quotes our reply in the group chat: Waygate links his message to it.
+    await incoming(tenant, device.id, bob, 'thanks!', { group: group.id, replyTo: reply.message.id });
+    const bobs = await waitFor(async () => {
+      const last = (await getChat(tenant, group.id)).lastMessage;
+      return last?.content === 'thanks!' ? last : undefined;
+    }, 15_000, "bob's reply in the group chat");
+    expect(bobs).toMatchObject({ from: bob, chatId: group.id, replyTo: reply.message.id });
+    // Quoting the group's message in bob's direct chat is refused, as on the network.
+    expectFieldError(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: bob, content: 'x', replyTo: reply.message.id }), 'replyTo');
+  });
 });
 
 describe("a chat's history", () => {

@@ -177,6 +177,21 @@ describe('WhatsApp conversations through the API', () => {
     await waitFor(async () => (await chat(GROUP))?.lastMessage?.content === 'see you at 10', 5_000, 'the group chat shows the sent message');
   });
 
+  it("quotes and reacts to a member's message in the group chat with the member as the key's participant", async () => {
+    const [theirs] = await ctx.database.query<{ id: string }>("SELECT id FROM messages WHERE network_message_id = 'GRP-IN-1'");
+    const reply = await send(ctx, tenant, { type: 'TEXT', content: 'yes, at 10', chatIds: [GROUP], replyTo: theirs!.id, deviceId });
+    expect(reply.statusCode, reply.body).toBe(200);
+    expect(json<{ message: MessageBody }>(reply).message).toMatchObject({ to: GROUP, replyTo: theirs!.id, status: 'SENT' });
+    const key = { remoteJid: GROUP, fromMe: false, id: 'GRP-IN-1', participant: '6281377700011@s.whatsapp.net' };
+    expect(socket.sent.at(-1)).toMatchObject({ jid: GROUP, content: { text: 'yes, at 10' }, options: { quoted: { key, message: { conversation: 'meeting at 10?' } } } });
+
+    const reaction = await send(ctx, tenant, { type: 'REACTION', reaction: { messageId: theirs!.id, emoji: '👍' }, chatIds: [GROUP], deviceId });
+    expect(reaction.statusCode, reaction.body).toBe(200);
+    expect(socket.sent.at(-1)).toMatchObject({ jid: GROUP, content: { react: { text: '👍', key } } });
+    // The member's direct chat is not where the message is.
+    expect((await send(ctx, tenant, { type: 'TEXT', content: 'x', to: '6281377700011', replyTo: theirs!.id, deviceId })).statusCode).toBe(400);
+  });
+
   it('a groups.update asks groupMetadata again and renames the chat', async () => {
     socket.groups.set(GROUP, groupMetadata('Shop team (new)'));
     socket.emit('groups.update', [{ id: GROUP, subject: 'Shop team (new)' }]);

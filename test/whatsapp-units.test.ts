@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { DatabaseAuthStore } from '../src/network/whatsapp/auth-state.js';
 import { isPersonJid, jidToPhone, maskPhone, normalizeLid } from '../src/network/whatsapp/jid.js';
-import { classifyAckError, classifyDisconnect, classifySendError, defaultFileName, receiptStatus } from '../src/network/whatsapp/messages.js';
+import { classifyAckError, classifyDisconnect, classifySendError, defaultFileName, quotedMessage, receiptStatus } from '../src/network/whatsapp/messages.js';
 import { WarmupPolicy } from '../src/network/whatsapp/warmup.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { insertDevice, realHelpers } from './whatsapp/harness.js';
@@ -190,5 +190,21 @@ describe('mappings', () => {
     expect(isPersonJid('status@broadcast')).toBe(false);
     expect(isPersonJid('1203@g.us')).toBe(false);
     expect(maskPhone('6281234567001')).toBe('…7001');
+  });
+});
+
+describe("a member's message in a group chat, as Baileys quotes it", () => {
+  it('names the member as contextInfo.participant, the quoted id as stanzaId, and no remoteJid (the reply goes to the same group)', async () => {
+    const { generateWAMessageFromContent } = await import('baileys');
+    const GROUP = '120363025246125486@g.us';
+    const ref = { networkMessageId: 'GRP-IN-1', fromMe: false, chat: GROUP, participant: '6281377700011', type: 'TEXT' as const, content: 'meeting at 10?' };
+    const quoted = quotedMessage(ref, GROUP);
+    const built = generateWAMessageFromContent(GROUP, { extendedTextMessage: { text: 'yes, at 10' } }, { quoted: quoted as never, userJid: '6281377700001@s.whatsapp.net' });
+    const context = built.message?.extendedTextMessage?.contextInfo;
+    expect(context).toMatchObject({ participant: '6281377700011@s.whatsapp.net', stanzaId: 'GRP-IN-1', quotedMessage: { conversation: 'meeting at 10?' } });
+    expect(context?.remoteJid ?? undefined).toBeUndefined();
+    // A message of the device itself is quoted under the device's own number (Baileys' userJid).
+    const own = generateWAMessageFromContent(GROUP, { extendedTextMessage: { text: 'again' } }, { quoted: quotedMessage({ ...ref, fromMe: true, participant: undefined }, GROUP) as never, userJid: '6281377700001@s.whatsapp.net' });
+    expect(own.message?.extendedTextMessage?.contextInfo?.participant).toBe('6281377700001@s.whatsapp.net');
   });
 });

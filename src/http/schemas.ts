@@ -109,6 +109,6 @@ export const KindBodyFields = {
       { additionalProperties: false, description: 'REACTION: the emoji on a message of the account in the same chat' },
     ),
   ),
-  replyTo: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Any type but REACTION: the id of a message of the account in the same chat, quoted' })),
+  replyTo: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds)" })),
   mentions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: 1024, description: 'Any type but REACTION: phone numbers mentioned' })),
 };

@@ -8,10 +8,10 @@
  * side's, or the device's own phone's) are written here too.
  */
 import type { Queryable } from '../platform/database.js';
-import type { MessageRef, MessageType } from '../network/network.js';
+import type { MessageRef } from '../network/network.js';
 import { appendEventsSql, type EventType } from '../events/event-store.js';
-import type { KindPayload } from './message-model.js';
-import { kindOf } from './message-store.js';
+import { messageRefOf, REFERENCED_JSON_SQL } from './message-store.js';
+import type { Referenced } from './message-kinds.js';
 
 export type ActionKind = 'edit' | 'delete' | 'read';
 
@@ -67,14 +67,14 @@ export interface ClaimedAction {
 export async function claimActions(db: Queryable, deviceId: string, limit: number): Promise<ClaimedAction[]> {
   const rows = await db.query<{
     id: string; action: ActionKind; content: string | null; attempts: number;
-    nid: string | null; direction: 'out' | 'in' | null; peer: string | null; type: MessageType | null; message_content: string | null; payload: KindPayload | null;
+    referenced: Referenced | null;
   }>(
     `WITH due AS (
        SELECT id FROM message_actions WHERE device_id = $1 AND due_at <= now() ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),
      claimed AS (
        UPDATE message_actions a SET attempts = a.attempts + 1, due_at = now() + ${CLAIM_HOLD} FROM due WHERE a.id = due.id
        RETURNING a.id, a.action, a.content, a.attempts, a.message_id)
-     SELECT c.id, c.action, c.content, c.attempts, m.network_message_id AS nid, m.direction, m.peer, m.type, m.content AS message_content, m.payload
+     SELECT c.id, c.action, c.content, c.attempts, ${REFERENCED_JSON_SQL('m')} AS referenced
        FROM claimed c LEFT JOIN messages m ON m.id = c.message_id
       ORDER BY c.id`,
     [deviceId, limit],
@@ -84,10 +84,7 @@ export async function claimActions(db: Queryable, deviceId: string, limit: numbe
     action: r.action,
     content: r.content,
     attempts: r.attempts,
-    target:
-      r.nid === null
-        ? null
-        : { networkMessageId: r.nid, fromMe: r.direction === 'out', chat: r.peer!, type: r.type!, content: r.message_content ?? '', kind: kindOf(r.payload) },
+    target: r.referenced && messageRefOf(r.referenced),
   }));
 }
 

@@ -6,7 +6,7 @@
 import type { FieldError } from '../platform/errors.js';
 import { normalizePhone } from '../platform/phone.js';
 import type { ContactCard, Location, MessageType } from '../network/network.js';
-import type { KindPayload } from './message-model.js';
+import type { KindPayload, MessageRow } from './message-model.js';
 
 export const MAX_CONTACTS = 10;
 export const MAX_MENTIONS = 1024;
@@ -105,24 +105,19 @@ export function checkKind(input: KindInput, type: MessageType, errors: FieldErro
 }
 
 /** The message a send refers to (replyTo, or a REACTION's target): what the checks and the network need of it. */
-export interface Referenced {
-  id: string;
-  device_id: string;
-  peer: string;
-  direction: 'out' | 'in';
-  network_message_id: string;
-  type: MessageType;
-  content: string;
-  payload: KindPayload | null;
-}
+export type Referenced = Pick<MessageRow, 'id' | 'device_id' | 'peer' | 'chat_id' | 'direction' | 'network_message_id' | 'type' | 'content' | 'payload'>;
+
+/** The chat a message is in: a group chat for a member's message there, else the other party. */
+export const chatOfReferenced = (referenced: Pick<Referenced, 'peer' | 'chat_id'>): string => referenced.chat_id ?? referenced.peer;
 
 /**
  * Checks that the referenced message (`field` names it) is a message of the account in the chat
- * of every recipient; returns a problem, or undefined when it fits.
+ * of every recipient (a number, or a group chat); returns a problem, or undefined when it fits.
  */
 export function referenceProblem(referenced: Referenced | undefined, recipients: string[], deviceId: string | undefined, field: string): FieldError | undefined {
   if (!referenced) return { field, message: 'is not a message of this account' };
-  if (recipients.some((to) => to !== referenced.peer)) return { field, message: `is a message of the chat with ${referenced.peer}; send it to that chat only` };
+  const chat = chatOfReferenced(referenced);
+  if (recipients.some((to) => to !== chat)) return { field, message: `is a message of the chat with ${chat}; send it to that chat only` };
   if (deviceId !== undefined && deviceId !== referenced.device_id) return { field, message: 'is a message of another device' };
   return undefined;
 }

@@ -13,7 +13,7 @@ import type { MessageMedia } from './message-record.js';
 import { PUBLISH_MEDIA_SQL } from '../media/media-store.js';
 import { appendEventsSql } from '../events/event-store.js';
 import type { KindPayload, MessageRow, MessageStatus } from './message-model.js';
-import type { Referenced } from './message-kinds.js';
+import { chatOfReferenced, type Referenced } from './message-kinds.js';
 import { CANCELLABLE_STATUSES, UNSETTLED_STATUSES, sqlList } from './message-states.js';
 import { START_JOBS_SQL } from './job-store.js';
 import { messageTransitions } from '../platform/metrics.js';
@@ -46,6 +46,31 @@ export function kindOf(payload: KindPayload | null): KindFields | undefined {
   return Object.keys(kind).length > 0 ? kind : undefined;
 }
 
+/** The columns of a message that a reference to it needs (Referenced). */
+const REFERENCED_COLUMNS = ['id', 'device_id', 'peer', 'chat_id', 'direction', 'network_message_id', 'type', 'content', 'payload'] as const;
+
+/** SQL: a message row `q` as one JSON value of Referenced's shape, NULL when there is none (the far side of a LEFT JOIN). */
+export const REFERENCED_JSON_SQL = (q: string): string =>
+  `CASE WHEN ${q}.id IS NULL THEN NULL ELSE json_build_object(${REFERENCED_COLUMNS.map((c) => `'${c}', ${q}.${c}`).join(', ')}) END`;
+
+/**
+ * A message as the network refers to it (a quote, a reaction's target, an edit, a read receipt):
+ * its chat, and in a group chat the member who wrote it (the peer: their number, or their LID
+ * while WhatsApp hides the number; as read receipts name them, see whatsapp/groups.ts readKeys).
+ */
+export function messageRefOf(referenced: Referenced): MessageRef {
+  const inGroup = referenced.direction === 'in' && Boolean(referenced.chat_id);
+  return {
+    networkMessageId: referenced.network_message_id,
+    fromMe: referenced.direction === 'out',
+    chat: chatOfReferenced(referenced),
+    ...(inGroup ? { participant: referenced.peer } : {}),
+    type: referenced.type,
+    content: referenced.content,
+    kind: kindOf(referenced.payload),
+  };
+}
+
 /** SQL: the id of the message a message row `m` refers to (its replyTo, or a REACTION's target). */
 const REFERENCE_ID_SQL = (m: string): string => `COALESCE(${m}.reply_to, ${m}.payload->'reaction'->>'messageId')`;
 
@@ -59,7 +84,7 @@ export async function claimDue(db: Queryable, workerId: string, deviceId: string
   const rows = await db.query<{
     id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
     payload: KindPayload | null; mentions: string[] | null; network_message_id: string; attempts: number; priority: number;
-    ref_nid: string | null; ref_direction: 'out' | 'in' | null; ref_peer: string | null; ref_type: MessageType | null; ref_content: string | null; ref_payload: KindPayload | null;
+    referenced: Referenced | null;
   }>(
     `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
      claimed AS (
@@ -67,7 +92,7 @@ export async function claimDue(db: Queryable, workerId: string, deviceId: string
          FROM due WHERE m.id = due.id
        RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
      started AS (${START_JOBS_SQL('claimed')})
-     SELECT c.*, q.network_message_id AS ref_nid, q.direction AS ref_direction, q.peer AS ref_peer, q.type AS ref_type, q.content AS ref_content, q.payload AS ref_payload
+     SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced
        FROM claimed c LEFT JOIN messages q ON q.id = ${REFERENCE_ID_SQL('c')}`,
     [deviceId, limit, workerId, onlyDirect ? 0 : 1],
   );
@@ -81,10 +106,7 @@ export async function claimDue(db: Queryable, workerId: string, deviceId: string
     mediaUrl: r.media_url,
     payload: r.payload,
     mentions: r.mentions,
-    reference:
-      r.ref_nid === null
-        ? null
-        : { networkMessageId: r.ref_nid, fromMe: r.ref_direction === 'out', chat: r.ref_peer!, type: r.ref_type!, content: r.ref_content ?? '', kind: kindOf(r.ref_payload) },
+    reference: r.referenced && messageRefOf(r.referenced),
     networkMessageId: r.network_message_id,
     attempts: r.attempts,
     priority: r.priority,
@@ -170,7 +192,7 @@ export async function getMessage(db: Queryable, accountId: string, id: string): 
 /** A message a send refers to (a reply's quote, a reaction's target), if it is one of the account's. */
 export async function getReferenced(db: Queryable, accountId: string, id: string): Promise<Referenced | undefined> {
   const [row] = await db.query<Referenced>(
-    'SELECT id, device_id, peer, direction, network_message_id, type, content, payload FROM messages WHERE id = $1 AND account_id = $2',
+    `SELECT ${REFERENCED_COLUMNS.join(', ')} FROM messages WHERE id = $1 AND account_id = $2`,
     [id, accountId],
   );
   return row;

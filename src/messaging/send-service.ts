@@ -24,7 +24,7 @@ import type { NewJob } from './job-store.js';
 import * as store from './message-store.js';
 import { CANCELLABLE_STATUSES, OPEN_JOB_STATUSES, isSettled } from './message-states.js';
 import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
-import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput, type Referenced } from './message-kinds.js';
+import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput } from './message-kinds.js';
 import { deleteDecision, editContentProblem, editRefusal, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from './message-actions.js';
 import { recordAction } from './action-store.js';
 
@@ -167,15 +167,6 @@ export function validateSend(input: SendInput, now: Date = new Date()): ValidSen
 const isBulk = (groupIds: string[], recipients: string[]): boolean => groupIds.length > 0 || recipients.length > DIRECT_SEND_MAX;
 
 /** The message a send refers to (its replyTo, or a REACTION's target), as the network knows it. */
-const messageRefOf = (referenced: Referenced): MessageRef => ({
-  networkMessageId: referenced.network_message_id,
-  fromMe: referenced.direction === 'out',
-  chat: referenced.peer,
-  type: referenced.type,
-  content: referenced.content,
-  kind: store.kindOf(referenced.payload),
-});
-
 export class MessageService {
   private readonly accepts: DirectAccepts;
 
@@ -206,7 +197,7 @@ export class MessageService {
     const referenced = await store.getReferenced(this.database, accountId, id);
     const problem = referenceProblem(referenced, valid.recipients, valid.deviceId, field);
     if (problem) throw new AppError('VALIDATION_ERROR', `${problem.field} ${problem.message}`, [problem]);
-    return { ...valid, deviceId: referenced!.device_id, reference: messageRefOf(referenced!) };
+    return { ...valid, deviceId: referenced!.device_id, reference: store.messageRefOf(referenced!) };
   }
 
   /** Accepts a direct send, hands it to its device's owner, and waits (up to sendWaitMs) for the network's answer. */

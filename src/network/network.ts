@@ -31,8 +31,10 @@ export interface MessageRef {
   networkMessageId: string;
   /** Sent by the device (true) or received by it. */
   fromMe: boolean;
-  /** The chat it is in: the other party's number (or network id). */
+  /** The chat it is in: the other party's number (or network id), or a group chat (<digits>@g.us). */
   chat: string;
+  /** A member's message in a group chat: who wrote it (their number, or `<digits>@lid`). */
+  participant?: string | undefined;
   type: MessageType;
   content: string;
   /** What its kind carries (a quote shows a location, a poll, a card). */

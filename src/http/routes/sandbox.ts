@@ -138,17 +138,18 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
   };
 
   /**
-   * The kind fields of a message the phone sends, checked as a send's are; a quote and a reaction
-   * point at a message of that chat, which the network knows by its network id.
+   * The kind fields of a message the phone sends into `chat` (`from` itself, or a group chat),
+   * checked as a send's are; a quote and a reaction point at a message of that chat, which the
+   * network knows by its network id.
    */
-  const incomingPayload = async (accountId: string, deviceId: string, from: string, type: MessageType, input: KindInput): Promise<SandboxPayload> => {
+  const incomingPayload = async (accountId: string, deviceId: string, chat: string, type: MessageType, input: KindInput): Promise<SandboxPayload> => {
     const errors: FieldError[] = [];
     const { payload, replyTo, mentions } = checkKind(input, type, errors);
     const { reaction, ...kind } = payload ?? {};
     const result: SandboxPayload = { ...kind, ...(mentions ? { mentions } : {}) };
     const refer = async (id: string, field: string): Promise<string | undefined> => {
       const referenced = await getReferenced(database, accountId, id);
-      const problem = referenceProblem(referenced, [from], deviceId, field);
+      const problem = referenceProblem(referenced, [chat], deviceId, field);
       if (problem) errors.push(problem);
       return referenced?.network_message_id;
     };
@@ -266,7 +267,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
           ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
           : remove
             ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
-            : await incomingPayload(accountId, request.body.deviceId, from, type, request.body);
+            : await incomingPayload(accountId, request.body.deviceId, group ?? from, type, request.body);
       const networkMessageId = await world.addIncoming({
         deviceId: request.body.deviceId,
         from,

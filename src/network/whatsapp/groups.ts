@@ -4,7 +4,7 @@
  * numbers (the LID when WhatsApp hides the number), the keys of a read receipt.
  */
 import type { GroupInfo, GroupParticipant, PresenceState, ReadMessage } from '../network.js';
-import { jidToPhone, normalizeLid, phoneToJid } from './jid.js';
+import { chatJid, jidToPhone, normalizeLid } from './jid.js';
 import type { WAGroupMetadata, WAGroupParticipant, WAMessageKey, WAPresence } from './types.js';
 
 /** How long group metadata is trusted before it is asked again (groups.update and participant changes refresh it at once). */
@@ -28,9 +28,6 @@ export function toGroupInfo(metadata: WAGroupMetadata, phoneOf: (lid: string) =>
   });
   return { id: metadata.id, name: metadata.subject, participants, createdAt: metadata.creation ? new Date(metadata.creation * 1000) : undefined };
 }
-
-/** A chat id (a number, `<digits>@lid`, a group id) as a WhatsApp address. */
-export const chatJid = (chat: string): string => (chat.includes('@') ? chat : phoneToJid(chat));
 
 /** The keys Baileys' readMessages takes for incoming messages of a chat (a group's name their sender as participant). */
 export function readKeys(chat: string, messages: ReadMessage[]): WAMessageKey[] {

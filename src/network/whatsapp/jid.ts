@@ -27,6 +27,9 @@ export function phoneToJid(phoneNumber: string): string {
   return `${phoneNumber}@${USER_SERVER}`;
 }
 
+/** A chat id as Waygate keeps it (a number's digits, `<digits>@lid`, a group id) as a WhatsApp address. */
+export const chatJid = (chat: string): string => (chat.includes('@') ? chat : phoneToJid(chat));
+
 /** The E.164 digits of a phone-number JID (device suffix dropped); undefined for anything else. */
 export function jidToPhone(jid: string | null | undefined): string | undefined {
   const parsed = parseJid(jid);

@@ -5,12 +5,17 @@
  */
 import type { ContactCard, DisconnectReason, IncomingMedia, KindFields, Location, MessageRef, MessageType, OutgoingMessage, Receipt } from '../network.js';
 import { createHash } from 'node:crypto';
-import type { BoomLike, WAContactCard, WAContextInfo, WALocation, WAMediaFields, WAMessage, WAMessageContent, WAOutgoingContent, WAPollCreation, WAReceiptUpdate } from './types.js';
+import type { BoomLike, WAContactCard, WAContextInfo, WALocation, WAMediaFields, WAMessage, WAMessageContent, WAMessageKey, WAOutgoingContent, WAPollCreation, WAReceiptUpdate } from './types.js';
 import { WADisconnect, WAProtocolType, WAStatus } from './types.js';
-import { jidToPhone, normalizeLid, phoneToJid } from './jid.js';
+import { chatJid, jidToPhone, normalizeLid, phoneToJid } from './jid.js';
 
-/** The JID of a chat as Waygate keeps it: a number's digits, or a network id already in JID form. */
-export const chatJid = (chat: string): string => (chat.includes('@') ? chat : phoneToJid(chat));
+/**
+ * The key of a message the device sent or received, in chat `remoteJid`: a member's message in a
+ * group names the member as participant (Baileys puts it in a quote's contextInfo.participant).
+ */
+export function messageKey(ref: MessageRef, remoteJid: string): WAMessageKey {
+  return { remoteJid, fromMe: ref.fromMe, id: ref.networkMessageId, ...(ref.participant ? { participant: chatJid(ref.participant) } : {}) };
+}
 
 /** The content Baileys is given for a message, with its mentions; `jid` is the chat it goes to (a reaction's target is in it). */
 export function outgoingContent(message: OutgoingMessage, jid: string): WAOutgoingContent {
@@ -34,7 +39,7 @@ function kindContent(message: OutgoingMessage, jid: string): WAOutgoingContent {
     }
     case 'REACTION': {
       const reaction = required(message.reaction, message);
-      return { react: { text: reaction.emoji, key: { remoteJid: jid, fromMe: reaction.target.fromMe, id: reaction.target.networkMessageId } } };
+      return { react: { text: reaction.emoji, key: messageKey(reaction.target, jid) } };
     }
   }
   const media = message.media;
@@ -91,7 +96,7 @@ function contactsOf(contacts: ContactCard[]): { displayName: string; contacts: {
  * not needed to quote it).
  */
 export function quotedMessage(ref: MessageRef, jid: string): WAMessage {
-  return { key: { remoteJid: jid, fromMe: ref.fromMe, id: ref.networkMessageId }, message: quotedContent(ref.type, ref.content, ref.kind) };
+  return { key: messageKey(ref, jid), message: quotedContent(ref.type, ref.content, ref.kind) };
 }
 
 function quotedContent(type: MessageType, content: string, kind: KindFields | undefined): WAMessageContent {

@@ -46,13 +46,14 @@ import type {
 import { DeviceStore } from '../../devices/device-store.js';
 import { proxyAgent, proxyDispatcher } from '../../devices/device-proxy.js';
 import { DatabaseAuthStore } from './auth-state.js';
-import { isLidJid, isPersonJid, jidToPhone, maskPhone, normalizeLid, parseJid, phoneToJid } from './jid.js';
+import { chatJid, isLidJid, isPersonJid, jidToPhone, maskPhone, normalizeLid, parseJid, phoneToJid } from './jid.js';
 import {
   actionMessageId,
   classifyAckError,
   classifyDisconnect,
   classifySendError,
   mediaFieldsOf,
+  messageKey,
   outgoingContent,
   quotedMessage,
   parseIncomingContent,
@@ -89,7 +90,7 @@ import type { WaVersionSource } from './version.js';
 import { formatVersion } from './version.js';
 import { WarmupPolicy } from './warmup.js';
 import { WhatsAppStore } from './whatsapp-store.js';
-import { chatJid, GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, toGroupInfo } from './groups.js';
+import { GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, toGroupInfo } from './groups.js';
 
 /** Backoff of the session's own retries while a device is being linked. */
 const LINKING_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -660,7 +661,7 @@ export class WhatsAppSession implements NetworkSession {
     if (!socket) return NOT_CONNECTED;
     try {
       const jid = await this.chatOf(socket, target);
-      const key = { remoteJid: jid, fromMe: true, id: target.networkMessageId };
+      const key = messageKey(target, jid);
       const content: WAOutgoingContent = action === 'edit' ? { text, linkPreview: null, edit: key } : { delete: key };
       return await this.handOver(socket, jid, content, actionMessageId(action, target.networkMessageId, text), {}, { type: action, to: target.chat });
     } catch (error) {
@@ -674,7 +675,7 @@ export class WhatsAppSession implements NetworkSession {
     if (!socket) return NOT_CONNECTED;
     try {
       const jid = await this.chatOf(socket, target);
-      await socket.readMessages([{ remoteJid: jid, fromMe: false, id: target.networkMessageId }]);
+      await socket.readMessages([messageKey(target, jid)]);
       return { ok: true };
     } catch (error) {
       return this.failed(classifySendError(error));
