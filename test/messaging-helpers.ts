@@ -407,4 +407,3 @@ export async function createGroup(ctx: TestContext, tenant: Tenant, numbers: str
   for (const number of numbers) contactIds.push((await createContact(ctx, tenant, number)).id);
   return expectOk<DataBody<{ id: string; contactsCount: number }>>(await call(ctx, tenant, 'POST', '/groups', { name, contactIds }), 201).data;
 }
-

@@ -5,6 +5,7 @@
  */
 import type { GroupInfo, GroupParticipant, PresenceState, ReadMessage } from '../network.js';
 import { chatJid, jidToPhone, normalizeLid } from './jid.js';
+import { messageKey } from './messages.js';
 import type { WAGroupMetadata, WAGroupParticipant, WAMessageKey, WAPresence } from './types.js';
 
 /** How long group metadata is trusted before it is asked again (groups.update and participant changes refresh it at once). */
@@ -32,7 +33,8 @@ export function toGroupInfo(metadata: WAGroupMetadata, phoneOf: (lid: string) =>
 /** The keys Baileys' readMessages takes for incoming messages of a chat (a group's name their sender as participant). */
 export function readKeys(chat: string, messages: ReadMessage[]): WAMessageKey[] {
   const remoteJid = chatJid(chat);
-  return messages.map((m) => ({ remoteJid, id: m.networkMessageId, fromMe: false, ...(isGroupJid(remoteJid) ? { participant: chatJid(m.from) } : {}) }));
+  const inGroup = isGroupJid(remoteJid);
+  return messages.map((m) => messageKey({ networkMessageId: m.networkMessageId, fromMe: false, participant: inGroup ? m.from : undefined }, remoteJid));
 }
 
 export const PRESENCE: Record<PresenceState, WAPresence> = { typing: 'composing', recording: 'recording', paused: 'paused' };

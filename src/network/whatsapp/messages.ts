@@ -13,7 +13,7 @@ import { chatJid, jidToPhone, normalizeLid, phoneToJid } from './jid.js';
  * The key of a message the device sent or received, in chat `remoteJid`: a member's message in a
  * group names the member as participant (Baileys puts it in a quote's contextInfo.participant).
  */
-export function messageKey(ref: MessageRef, remoteJid: string): WAMessageKey {
+export function messageKey(ref: Pick<MessageRef, 'networkMessageId' | 'fromMe' | 'participant'>, remoteJid: string): WAMessageKey {
   return { remoteJid, fromMe: ref.fromMe, id: ref.networkMessageId, ...(ref.participant ? { participant: chatJid(ref.participant) } : {}) };
 }
 
