@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI, ROOT, runCli, TSX } from './cli-process.js';
+import { CLI, ROOT, runCli } from './cli-process.js';
 
 const run = runCli;
 
@@ -75,7 +75,10 @@ describe('waygate CLI on the embedded database', () => {
 
   it('runs operator commands through the server that holds the data directory, and refuses a second server', async () => {
     const dataDir = tempDataDir();
-    const server: ChildProcess = spawn(TSX, [CLI, 'serve'], {
+    // node itself with the tsx loader, not the tsx wrapper: the wrapper relays SIGTERM and sends
+    // SIGKILL when the child has not acknowledged it within 30 ms (a busy machine), which would
+    // skip the clean stop this test checks.
+    const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
       env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
       cwd: ROOT,
     });
