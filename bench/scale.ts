@@ -177,7 +177,10 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     await until('every paced message sent', (expectedSeconds + 120) * 1000, async () => {
       const { rows } = await probe.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE content LIKE 'paced %' AND status IN ('SENT', 'DELIVERED', 'READ')`);
       return rows[0]!.n >= total ? true : undefined;
-    }, 500);
+    }, 500).catch(async (error: unknown) => {
+      const { rows } = await probe.query(`SELECT status, error_code, count(*)::int AS n FROM messages WHERE content LIKE 'paced %' GROUP BY 1, 2`);
+      throw new Error(`${String(error)}: ${JSON.stringify(rows)}`);
+    });
     const sendSeconds = (Date.now() - sendStarted) / 1000;
     const { rows: received } = await probe.query<{ n: number; twice: number }>(
       `SELECT count(*)::int AS n, count(*) FILTER (WHERE send_calls > 1)::int AS twice FROM sandbox_messages WHERE content LIKE 'paced %'`,

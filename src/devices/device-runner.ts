@@ -47,6 +47,12 @@ export interface DeviceRunnerOptions {
 
 const MAX_IDLE_WAIT_MS = 1_000;
 /**
+ * How long a dispatch loop with nothing due sleeps at most. A new or retried message wakes it
+ * through the bus, a scheduled one is slept up to, and the supervisor's due poll wakes it when a
+ * notification was lost: a thousand idle devices cost no statements of their own.
+ */
+const NOTHING_DUE_WAIT_MS = 30_000;
+/**
  * Edits, deletes and read receipts: how many per turn, and how long the loop idles at most (each
  * new one wakes it through the bus; a retry's time is known when it is written).
  */
@@ -62,6 +68,8 @@ export class DeviceRunner {
   private stopped = false;
   private readonly loops: WakeLoop[] = [];
   private nextBulkAt = 0;
+  /** The last dispatch turn found nothing due (not pacing, not disconnected): the due poll may wake it. */
+  private nothingDue = false;
   private reconnectAttempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
   /** The session stopped (a `stopped` event): no reconnects until someone asks (reconnectNow). */
@@ -124,6 +132,11 @@ export class DeviceRunner {
 
   wake(): void {
     for (const loop of this.loops) loop.wake();
+  }
+
+  /** Whether the dispatch loop sleeps because nothing was due (see NOTHING_DUE_WAIT_MS). */
+  get idle(): boolean {
+    return this.nothingDue && !this.stopped;
   }
 
   async reconnectNow(): Promise<void> {
@@ -285,6 +298,7 @@ export class DeviceRunner {
   private async dispatchTurn(): Promise<number> {
     const { queue } = this.options;
     const paced = this.paced;
+    this.nothingDue = false;
     if (this.stopped) return MAX_IDLE_WAIT_MS;
     if (this.status !== 'CONNECTED' || !this.options.leaseValid()) return MAX_IDLE_WAIT_MS;
     const direct = await queue.claim(this.deviceId, paced ? 50 : this.options.batchSize, paced);
@@ -308,11 +322,13 @@ export class DeviceRunner {
         const bulkCount = bulk.filter((m) => m.priority > 0).length;
         if (bulkCount > 0) await this.session?.bulkPolicy?.consumed(bulkCount);
         this.paceBulk();
-        return 0;
+        // Nothing to do until the next bulk message may go: a direct send wakes the loop.
+        return Math.max(0, this.nextBulkAt - Date.now());
       }
     }
     const next = await queue.nextDueAt(this.deviceId);
-    return next ? Math.min(MAX_IDLE_WAIT_MS, next.getTime() - Date.now()) : MAX_IDLE_WAIT_MS;
+    this.nothingDue = true;
+    return next ? Math.min(NOTHING_DUE_WAIT_MS, next.getTime() - Date.now()) : NOTHING_DUE_WAIT_MS;
   }
 
   /**

@@ -28,6 +28,13 @@ import { wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
 const OPEN_CONCURRENCY = 16;
 const CANCEL_MEMORY_MS = 10 * 60_000;
 
+/**
+ * How often the worker looks for due messages of its idle devices. Every new or retried message
+ * wakes its device's runner through the bus; this poll only bounds the delay when a notification
+ * is lost (the listening connection dropped), in one statement whatever the number of devices.
+ */
+const DUE_POLL_MS = 1_000;
+
 export function newWorkerId(): string {
   return `wkr_${os.hostname()}_${process.pid}_${randomBytes(3).toString('hex')}`;
 }
@@ -44,6 +51,8 @@ export class DeviceSupervisor implements DirectSendHost {
   private readonly devices: DeviceStore;
   /** The lease rounds; wake() runs one now (or right after the one in progress). */
   private readonly rounds: WakeLoop;
+  /** Once a second: wakes the idle runners of devices with a message due (a notification that was lost). */
+  private readonly duePoll: WakeLoop;
   private readonly roundEveryMs: number;
   private leaseValidUntil = 0;
   private readonly unsubscribers: (() => void)[] = [];
@@ -68,6 +77,7 @@ export class DeviceSupervisor implements DirectSendHost {
     this.devices = new DeviceStore(database);
     this.roundEveryMs = Math.max(250, Math.floor(config.leaseMs / 3));
     this.rounds = new WakeLoop((signal) => this.leaseTurn(signal), { name: 'lease round', log, errorBackoffMs: this.roundEveryMs });
+    this.duePoll = new WakeLoop(() => this.duePollTurn(), { name: 'due poll', log, errorBackoffMs: DUE_POLL_MS });
   }
 
   get ownedDevices(): string[] {
@@ -108,6 +118,7 @@ export class DeviceSupervisor implements DirectSendHost {
       }),
     );
     this.rounds.start();
+    this.duePoll.start();
   }
 
   /** Whether this worker has heard that the job was cancelled (lately). */
@@ -125,6 +136,12 @@ export class DeviceSupervisor implements DirectSendHost {
   /** Runs a lease round now, or right after the one in progress. */
   tick(): void {
     this.rounds.wake();
+  }
+
+  private async duePollTurn(): Promise<number> {
+    const idle = [...this.runners].filter(([, runner]) => runner.idle).map(([id]) => id);
+    for (const id of await this.queue.devicesWithDue(idle)) this.runners.get(id)?.wake();
+    return DUE_POLL_MS;
   }
 
   /** One lease round every LEASE_MS / 3 (counted from the start of the previous one). */
@@ -254,6 +271,7 @@ export class DeviceSupervisor implements DirectSendHost {
   async stop(): Promise<void> {
     for (const unsubscribe of this.unsubscribers.splice(0)) unsubscribe();
     await this.rounds.stop();
+    await this.duePoll.stop();
     const ids = this.ownedDevices;
     await Promise.all(ids.map((id) => this.stopRunner(id, false)));
     await this.chats.drain();

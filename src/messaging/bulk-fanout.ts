@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../platform/bus.js';
-import type { Database } from '../platform/database.js';
+import type { Database, Queryable } from '../platform/database.js';
 import { workBudget } from '../platform/work-budget.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { wakeOwner } from './dispatch.js';
@@ -59,19 +59,25 @@ export class BulkFanout {
         return true;
       }
       for (const chunk of missing) {
-        if (await this.insertChunk(job.id, chunk)) return true;
+        // The only chunk missing (a chunk once in stays in): the job is fanned out in the same transaction.
+        if (await this.insertChunk(job.id, chunk, missing.length === 1)) return true;
       }
     }
     return false;
   }
 
-  /** Inserts chunk `chunk` (0-based) of the job, unless it is taken, done, or the job stopped; true if it did. */
-  private async insertChunk(jobId: string, chunk: number): Promise<boolean> {
+  /**
+   * Inserts chunk `chunk` (0-based) of the job, unless it is taken, done, or the job stopped; true
+   * if it did. `last`: every other chunk is in, so the job is fanned out with this one.
+   */
+  private async insertChunk(jobId: string, chunk: number, last: boolean): Promise<boolean> {
     const start = chunk * this.chunkSize;
     const result = await this.database.transaction(async (tx) => {
       const device = await jobs.holdJobChunk(tx, jobId, chunk);
       if (!device || (await existingIds(tx, [jobs.bulkMessageId(jobId, start + 1)])).size > 0) return undefined;
-      return { device, inserted: await jobs.insertChunkMessages(tx, jobId, start, this.chunkSize) };
+      const inserted = await jobs.insertChunkMessages(tx, jobId, start, this.chunkSize);
+      if (last) await this.markDone(tx, jobId);
+      return { device, inserted };
     });
     if (!result) return false;
     this.log.debug({ jobId, chunk, inserted: result.inserted }, 'bulk fan-out chunk');
@@ -81,8 +87,10 @@ export class BulkFanout {
 
   /** Every chunk is in: the job is fanned out, its frozen list is dropped, and it may already be complete. */
   private async finish(jobId: string): Promise<void> {
-    await this.database.transaction(async (tx) => {
-      if (await jobs.markFannedOut(tx, jobId)) await jobs.completeJobs(tx, [jobId]);
-    });
+    await this.database.transaction((tx) => this.markDone(tx, jobId));
+  }
+
+  private async markDone(tx: Queryable, jobId: string): Promise<void> {
+    if (await jobs.markFannedOut(tx, jobId)) await jobs.completeJobs(tx, [jobId]);
   }
 }

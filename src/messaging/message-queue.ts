@@ -8,6 +8,7 @@ import type { Database } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
 import { messageFailures, messageTransitions } from '../platform/metrics.js';
 import { workBudget } from '../platform/work-budget.js';
+import { BatchPump } from '../platform/batch-pump.js';
 import type { MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
@@ -55,6 +56,16 @@ export function sortOutcomes(outcomes: Outcome[], maxAttempts: number, now = Dat
   return sorted;
 }
 
+/** One device's outcomes waiting for the next batched write. */
+interface OutcomeWrite {
+  sent: string[];
+  failed: Failure[];
+  retry: Retry[];
+  /** With the rows of its direct sends that ended, as written. */
+  resolve: (directRows: MessageRow[]) => void;
+  reject: (error: unknown) => void;
+}
+
 /** Deadlock and serialization failure: the statement may simply be run again. */
 const RETRYABLE = new Set(['40P01', '40001']);
 
@@ -71,9 +82,59 @@ export class MessageQueue {
     private readonly chats?: ChatActivity,
   ) {}
 
+  /**
+   * Per account, the outcomes of its devices on this worker that arrive together are written by
+   * one statement: a thousand paced devices each handing over one message a second would otherwise
+   * take the account's lock (the events' seq) a thousand times a second, one statement each. One
+   * account per statement, so statements of different accounts neither wait on nor deadlock with
+   * each other.
+   */
+  private readonly outcomeWrites = new Map<string, BatchPump<OutcomeWrite>>();
+
+  private outcomeWritesOf(accountId: string): BatchPump<OutcomeWrite> {
+    let pump = this.outcomeWrites.get(accountId);
+    if (!pump) {
+      pump = new BatchPump<OutcomeWrite>((batch) => this.writeOutcomeBatch(batch), {
+        maxInFlight: 2,
+        maxBatch: workBudget(this.database).dispatchBatch,
+        sizeOf: (write) => write.sent.length + write.failed.length + write.retry.length,
+      });
+      this.outcomeWrites.set(accountId, pump);
+    }
+    return pump;
+  }
+
+  private async writeOutcomeBatch(batch: OutcomeWrite[]): Promise<void> {
+    const sent = batch.flatMap((w) => w.sent);
+    const failed = batch.flatMap((w) => w.failed);
+    const retry = batch.flatMap((w) => w.retry);
+    let rows: MessageRow[];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        rows = await writeOutcomes(this.database, this.workerId, sent, failed, retry);
+        break;
+      } catch (error) {
+        if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? '')) continue;
+        for (const write of batch) write.reject(error);
+        return;
+      }
+    }
+    this.onEvents();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const write of batch) {
+      const own = [...write.sent, ...write.failed.map((f) => f.id)].map((id) => byId.get(id)).filter((row): row is MessageRow => row !== undefined);
+      write.resolve(own);
+    }
+  }
+
   /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
   claim(deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
     return messages.claimDue(this.database, this.workerId, deviceId, limit, onlyDirect);
+  }
+
+  /** Of these devices, those with a message due now. */
+  devicesWithDue(deviceIds: string[]): Promise<string[]> {
+    return messages.devicesWithDue(this.database, deviceIds);
   }
 
   nextDueAt(deviceId: string): Promise<Date | null> {
@@ -103,19 +164,16 @@ export class MessageQueue {
    * network de-duplicates).
    */
   async finalize(deviceId: string, outcomes: Outcome[]): Promise<FinalizeSummary> {
+    if (outcomes.length === 0) return { sent: 0, failed: 0, retried: 0, directIds: [], directRows: [] };
     const { sent, failed, retry } = sortOutcomes(outcomes, this.maxAttempts);
-    let directRows: MessageRow[] = [];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        directRows = await writeOutcomes(this.database, this.workerId, sent, failed, retry);
-        break;
-      } catch (error) {
-        if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? '')) continue;
-        await this.release(outcomes.map((o) => o.message.id)).catch(() => undefined);
-        throw error;
-      }
+    let directRows: MessageRow[];
+    try {
+      const pump = this.outcomeWritesOf(outcomes[0]!.message.accountId);
+      directRows = await new Promise<MessageRow[]>((resolve, reject) => pump.push({ sent, failed, retry, resolve, reject }));
+    } catch (error) {
+      await this.release(outcomes.map((o) => o.message.id)).catch(() => undefined);
+      throw error;
     }
-    this.onEvents();
     if (sent.length > 0) messageTransitions.inc({ status: 'SENT' }, sent.length);
     if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
     for (const failure of failed) messageFailures.inc({ code: failure.code });

@@ -113,6 +113,22 @@ export async function claimDue(db: Queryable, workerId: string, deviceId: string
   }));
 }
 
+/**
+ * Of `deviceIds`, those with a message due now: the dispatch loops' safety net for a notification
+ * that never came (one statement a second per worker, not one per device). Each priority (0
+ * direct, 1 bulk) is one range of the queue index, so messages scheduled for later cost nothing.
+ */
+export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promise<string[]> {
+  if (deviceIds.length === 0) return [];
+  const rows = await db.query<{ id: string }>(
+    `SELECT d.id FROM unnest($1::text[]) AS d(id)
+      WHERE EXISTS (SELECT 1 FROM (VALUES (0::smallint), (1::smallint)) AS p(priority)
+                     WHERE EXISTS (SELECT 1 FROM messages m WHERE m.device_id = d.id AND m.priority = p.priority AND m.due_at <= now()))`,
+    [deviceIds],
+  );
+  return rows.map((r) => r.id);
+}
+
 /** When the next waiting message of the device becomes due (null: none waiting). */
 export async function nextDueAt(db: Queryable, deviceId: string): Promise<Date | null> {
   const [row] = await db.query<{ due_at: Date | null }>(`SELECT min(due_at) AS due_at FROM messages WHERE device_id = $1 AND due_at IS NOT NULL`, [deviceId]);

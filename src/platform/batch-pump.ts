@@ -12,7 +12,12 @@ export class BatchPump<T> {
   /** `run` handles its own failures: a rejection is only logged by the caller's code, never here. */
   constructor(
     private readonly run: (batch: T[]) => Promise<void>,
-    private readonly options: { maxInFlight: number; maxBatch: number },
+    private readonly options: {
+      maxInFlight: number;
+      /** The most a batch may hold, counted by `sizeOf` (default: 1 per item); an item larger than that goes alone. */
+      maxBatch: number;
+      sizeOf?: (item: T) => number;
+    },
   ) {}
 
   push(...items: T[]): void {
@@ -33,9 +38,23 @@ export class BatchPump<T> {
     }
   }
 
+  /** How many waiting items the next batch takes: at least one, and no more than maxBatch in size. */
+  private takeCount(): number {
+    const { maxBatch, sizeOf } = this.options;
+    if (!sizeOf) return maxBatch;
+    let size = 0;
+    let count = 0;
+    for (const item of this.pending) {
+      size += sizeOf(item);
+      if (count > 0 && size > maxBatch) break;
+      count++;
+    }
+    return count;
+  }
+
   private pump(): void {
     while (this.running.size < this.options.maxInFlight && this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.options.maxBatch);
+      const batch = this.pending.splice(0, this.takeCount());
       const task: Promise<void> = this.run(batch).finally(() => {
         this.running.delete(task);
         this.pump();
