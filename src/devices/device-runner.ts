@@ -68,6 +68,8 @@ export class DeviceRunner {
   private stopped = false;
   private readonly loops: WakeLoop[] = [];
   private nextBulkAt = 0;
+  /** When a message was last handed to the network (the pacing's reference). */
+  private lastHandedAt = 0;
   /** The last dispatch turn found nothing due (not pacing, not disconnected): the due poll may wake it. */
   private nothingDue = false;
   private reconnectAttempt = 0;
@@ -181,7 +183,7 @@ export class DeviceRunner {
       case 'warning':
         return this.onWarning(event.code, event.message);
       case 'receipts':
-        await queue.applyReceipts(this.deviceId, event.receipts);
+        await queue.applyReceipts(this.options.device.accountId, this.deviceId, event.receipts);
         return;
       case 'incoming':
         return this.onIncoming(event);
@@ -363,9 +365,10 @@ export class DeviceRunner {
     this.options.log.info({ deviceId: this.deviceId, resumeAt }, 'bulk allowance of the network used up (warm-up cap) or paused; bulk messages stay queued until then');
   }
 
+  /** The next bulk message goes BULK_DELAY_MS after the last hand-over to the network (not after its outcome was written). */
   private paceBulk(): void {
     const { min, max } = this.options.bulkDelayMs;
-    this.nextBulkAt = Date.now() + min + Math.random() * (max - min);
+    this.nextBulkAt = this.lastHandedAt + min + Math.random() * (max - min);
   }
 
   /** `handedOver`: direct sends of this process's API, whose requests wait here (no other process needs to hear of them). */
@@ -414,6 +417,7 @@ export class DeviceRunner {
         return { message, result: { ok: false, permanent: true, code: 'REFERENCE_MISSING', message: 'The message reacted to is no longer stored' } };
       }
       const handedAt = performance.now();
+      this.lastHandedAt = Date.now();
       const result = await session.send(outgoing);
       if (result.ok) sendAckSeconds.observe((performance.now() - handedAt) / 1000);
       return { message, result };

@@ -13,7 +13,7 @@ import type { MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
 import type { ChatActivity } from '../conversations/chat-activity.js';
-import { applyReceipts, failWaiting, writeOutcomes, type Failure, type Retry } from './outcomes.js';
+import { applyReceipts, failWaiting, writeOutcomes, type DeviceReceipt, type Failure, type Retry } from './outcomes.js';
 import * as actions from './action-store.js';
 import type { ClaimedAction, RemoteChange } from './action-store.js';
 import type { SendResult } from '../network/network.js';
@@ -63,6 +63,13 @@ interface OutcomeWrite {
   retry: Retry[];
   /** With the rows of its direct sends that ended, as written. */
   resolve: (directRows: MessageRow[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** One device's receipts waiting for the next batched write. */
+interface ReceiptWrite {
+  receipts: DeviceReceipt[];
+  resolve: () => void;
   reject: (error: unknown) => void;
 }
 
@@ -198,20 +205,39 @@ export class MessageQueue {
     return failed;
   }
 
-  /** Applies delivery and read receipts, DELIVERED first, in statements of `receiptBatch`. */
-  async applyReceipts(deviceId: string, receipts: Receipt[]): Promise<number> {
-    if (receipts.length === 0) return 0;
-    let changed = 0;
-    for (const status of ['DELIVERED', 'READ'] as const) {
-      const all = receipts.filter((r) => r.status === status);
-      for (let start = 0; start < all.length; start += this.receiptBatch) {
-        const subset = all.slice(start, start + this.receiptBatch);
-        changed += await applyReceipts(this.database, deviceId, status, subset);
-        messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
-      }
+  /**
+   * Applies a device's delivery and read receipts. Those of the account's devices on this worker
+   * that arrive together go in one statement per kind (DELIVERED first), of `receiptBatch` at most.
+   */
+  async applyReceipts(accountId: string, deviceId: string, receipts: Receipt[]): Promise<void> {
+    if (receipts.length === 0) return;
+    let pump = this.receiptWrites.get(accountId);
+    if (!pump) {
+      pump = new BatchPump<ReceiptWrite>((batch) => this.writeReceiptBatch(batch), { maxInFlight: 1, maxBatch: this.receiptBatch, sizeOf: (w) => w.receipts.length });
+      this.receiptWrites.set(accountId, pump);
     }
-    this.onEvents();
-    return changed;
+    const own = pump;
+    await new Promise<void>((resolve, reject) => own.push({ receipts: receipts.map((r) => ({ ...r, deviceId })), resolve, reject }));
+  }
+
+  private readonly receiptWrites = new Map<string, BatchPump<ReceiptWrite>>();
+
+  private async writeReceiptBatch(batch: ReceiptWrite[]): Promise<void> {
+    try {
+      const receipts = batch.flatMap((w) => w.receipts);
+      for (const status of ['DELIVERED', 'READ'] as const) {
+        const all = receipts.filter((r) => r.status === status);
+        for (let start = 0; start < all.length; start += this.receiptBatch) {
+          const subset = all.slice(start, start + this.receiptBatch);
+          await applyReceipts(this.database, status, subset);
+          messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
+        }
+      }
+      this.onEvents();
+      for (const write of batch) write.resolve();
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+    }
   }
 
   /** Records a vote on a poll of the device, with its poll.vote event. */

@@ -123,27 +123,32 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
   return row?.n ?? 0;
 }
 
+/** A receipt of one of the account's devices. */
+export interface DeviceReceipt extends Receipt {
+  deviceId: string;
+}
+
 /**
- * Applies one kind of receipt, forward only, in one statement (with its jobs' and the day's counts): a READ that overtakes DELIVERED
+ * Applies one kind of receipt (of any devices of one account), forward only, in one statement (with its jobs' and the day's counts): a READ that overtakes DELIVERED
  * lands READ and stays there, a receipt for a message still SENDING also counts it as sent, and
  * a consumer sees every step (a receipt that overtook SENT or DELIVERED also writes the step it
  * skipped, just before its own). Timestamps never go backwards either: the network's receipt
  * time may be earlier than the sentAt stamped on its acknowledgement. Returns how many changed.
  */
-export async function applyReceipts(db: Queryable, deviceId: string, status: 'DELIVERED' | 'READ', receipts: Receipt[]): Promise<number> {
+export async function applyReceipts(db: Queryable, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<number> {
   const set =
     status === 'DELIVERED'
       ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
       : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
          sent_at = COALESCE(m.sent_at, o.at)`;
   const [row] = await db.query<{ changed: number }>(
-    `WITH r AS (SELECT DISTINCT ON (nid) nid, at FROM unnest($2::text[], $3::timestamptz[]) AS r(nid, at) ORDER BY nid, at),
+    `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
           o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
                   SELECT m.id, m.status FROM messages m
-                   WHERE m.device_id = $1 AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}
+                   WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}
                    FOR UPDATE) AS x),
           u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
-                RETURNING m.job_id, m.account_id, o.prev, waygate_message_json(m) AS event_data),
+                RETURNING m.job_id, m.account_id, m.device_id, o.prev, waygate_message_json(m) AS event_data),
           counts AS (
             SELECT job_id,
                    count(*) FILTER (WHERE prev = 'SENDING')::int AS sent,
@@ -164,12 +169,12 @@ export async function applyReceipts(db: Queryable, deviceId: string, status: 'DE
             SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
           ${appendEventsSql('src')},
           day_src AS (
-            SELECT account_id, $1::text AS device_id, (prev = 'SENDING')::int AS sent, (prev IN ('SENDING', 'SENT'))::int AS delivered,
+            SELECT account_id, device_id, (prev = 'SENDING')::int AS sent, (prev IN ('SENDING', 'SENT'))::int AS delivered,
                    ($4::text = 'READ')::int AS read, 0 AS failed, 0 AS incoming
               FROM u),
           days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
      SELECT (SELECT count(*)::int FROM u) AS changed`,
-    [deviceId, receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
+    [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
   );
   return row?.changed ?? 0;
 }

@@ -273,14 +273,16 @@ export class SandboxNetwork implements Network {
         list.push(receipt);
         byDevice.set(receipt.deviceId, list);
       }
-      const handed: typeof receipts = [];
-      for (const [deviceId, list] of byDevice) {
-        const session = this.sessions.get(deviceId);
-        if (!session) continue;
-        await session.emit({ type: 'receipts', receipts: list.map(({ networkMessageId, status, at }) => ({ networkMessageId, status, at })) });
-        handed.push(...list);
-      }
-      await this.world.markReceipts(handed);
+      // Every device's at once: Waygate writes the receipts of an account's devices together.
+      const handed = await Promise.all(
+        [...byDevice].map(async ([deviceId, list]) => {
+          const session = this.sessions.get(deviceId);
+          if (!session) return [];
+          await session.emit({ type: 'receipts', receipts: list.map(({ networkMessageId, status, at }) => ({ networkMessageId, status, at })) });
+          return list;
+        }),
+      );
+      await this.world.markReceipts(handed.flat());
     }
 
     // Handed over without waiting: storing one may take a download, which must hold up neither
