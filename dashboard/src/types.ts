@@ -1,5 +1,8 @@
 /** The shapes the API answers with (see docs/api.md). */
 import type { MessageJson } from '../../src/messaging/message-record';
+import type { components } from '../../client/schema';
+
+type Schemas = components['schemas'];
 
 export interface Page<T> {
   success?: true;
@@ -37,41 +40,17 @@ export interface DeviceQr {
   expiresAt: string;
 }
 
-export interface Token {
-  id: string;
-  name: string;
-  prefix: string;
-  last4: string;
-  scopes: string[];
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
+/**
+ * Records the server describes only in its OpenAPI document: the generated client's types
+ * (client/schema.d.ts, `npm run client:generate`), so each shape is written once, by the server.
+ */
+export type Token = Schemas['Token'];
 
-export interface Contact {
-  id: string;
-  name: string;
-  phoneNumber: string;
-  createdAt: string;
-  updatedAt: string;
-}
-export interface ImportReport {
-  totalRows: number;
-  created: number;
-  skipped: Array<{ line: number; phoneNumber: string; reason: string }>;
-  rejected: Array<{ line: number; errors: Array<{ field: string; message: string }> }>;
-}
+export type Contact = Schemas['Contact'];
+export type ImportReport = Schemas['ContactImportReport'];
 
-export interface Group {
-  id: string;
-  name: string;
-  contactsCount: number;
-  createdAt: string;
-}
-export interface Member extends Contact {
-  addedAt: string;
-}
+export type Group = Schemas['Group'];
+export type Member = Schemas['GroupMember'];
 
 /**
  * Messages and bulk jobs as the API writes them: the server's one definition of these records
@@ -105,33 +84,7 @@ export interface SendResult {
 export type { WebhookJson as Webhook, WebhookHealthState } from '../../src/events/webhook-record';
 /** GET /account/overview (type-only). */
 export type { OverviewJson as Overview } from '../../src/messaging/overview-record';
-export interface WebhookAttempt {
-  statusCode: number | null;
-  latencyMs: number;
-  responseExcerpt: string | null;
-  error: string | null;
-}
-export interface WebhookDelivery {
-  id: string;
-  eventId: string;
-  eventType: string;
-  eventSeq: number;
-  status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
-  attempts: number;
-  nextAttemptAt: string | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-  lastAttempts: WebhookAttempt[];
-}
+export type WebhookAttempt = Schemas['WebhookAttempt'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
 
-export interface AccountSummary {
-  id: string;
-  name: string;
-  createdAt: string;
-  plan: { id: string; name: string; messageQuota: number | null; period: string; maxDevices: number | null; maxWebhooks: number | null };
-  period: { start: string; end: string };
-  usage: { messages: number; contacts: number };
-  limits: { messages: number | null; devices: number | null; activeWebhooks: number | null };
-}
+export type AccountSummary = Schemas['Account'];
