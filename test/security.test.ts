@@ -315,7 +315,7 @@ describe('proxy trust, security headers and media URLs (finding 11)', () => {
     const app = await appWith({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '3' });
     try {
       const statuses = [];
-      for (let i = 0; i < 5; i++) {
+      for (let i = 0; i < 6; i++) {
         const response = await app.inject({
           method: 'GET',
           url: '/contacts',
@@ -325,7 +325,13 @@ describe('proxy trust, security headers and media URLs (finding 11)', () => {
         statuses.push(response.statusCode);
         expect(response.headers['strict-transport-security']).toBeUndefined();
       }
-      expect(statuses).toEqual([401, 401, 401, 429, 429]);
+      // Three per address pass, whatever X-Forwarded-For says; the rest are refused. On PostgreSQL
+      // a count the store could not write (a connection refused on a loaded machine) lets its
+      // request through by design (skipOnError), so one of the three may pass; a limit keyed on
+      // the forwarded addresses would pass all six.
+      expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+      expect(statuses.slice(3).filter((status) => status === 429).length).toBeGreaterThanOrEqual(2);
+      expect(statuses.slice(3).every((status) => status === 401 || status === 429)).toBe(true);
     } finally {
       await app.close();
     }
