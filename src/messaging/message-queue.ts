@@ -73,6 +73,13 @@ interface ReceiptWrite {
   reject: (error: unknown) => void;
 }
 
+/** The account's pump in `pumps`, made on first use. */
+function pumpOf<T>(pumps: Map<string, BatchPump<T>>, accountId: string, make: () => BatchPump<T>): BatchPump<T> {
+  let pump = pumps.get(accountId);
+  if (!pump) pumps.set(accountId, (pump = make()));
+  return pump;
+}
+
 /** Deadlock and serialization failure: the statement may simply be run again. */
 const RETRYABLE = new Set(['40P01', '40001']);
 
@@ -99,16 +106,13 @@ export class MessageQueue {
   private readonly outcomeWrites = new Map<string, BatchPump<OutcomeWrite>>();
 
   private outcomeWritesOf(accountId: string): BatchPump<OutcomeWrite> {
-    let pump = this.outcomeWrites.get(accountId);
-    if (!pump) {
-      pump = new BatchPump<OutcomeWrite>((batch) => this.writeOutcomeBatch(batch), {
+    return pumpOf(this.outcomeWrites, accountId, () =>
+      new BatchPump<OutcomeWrite>((batch) => this.writeOutcomeBatch(batch), {
         maxInFlight: 2,
         maxBatch: workBudget(this.database).dispatchBatch,
         sizeOf: (write) => write.sent.length + write.failed.length + write.retry.length,
-      });
-      this.outcomeWrites.set(accountId, pump);
-    }
-    return pump;
+      }),
+    );
   }
 
   private async writeOutcomeBatch(batch: OutcomeWrite[]): Promise<void> {
@@ -211,15 +215,13 @@ export class MessageQueue {
    */
   async applyReceipts(accountId: string, deviceId: string, receipts: Receipt[]): Promise<void> {
     if (receipts.length === 0) return;
-    let pump = this.receiptWrites.get(accountId);
-    if (!pump) {
-      pump = new BatchPump<ReceiptWrite>((batch) => this.writeReceiptBatch(batch), { maxInFlight: 1, maxBatch: this.receiptBatch, sizeOf: (w) => w.receipts.length });
-      this.receiptWrites.set(accountId, pump);
-    }
-    const own = pump;
-    await new Promise<void>((resolve, reject) => own.push({ receipts: receipts.map((r) => ({ ...r, deviceId })), resolve, reject }));
+    const pump = pumpOf(this.receiptWrites, accountId, () =>
+      new BatchPump<ReceiptWrite>((batch) => this.writeReceiptBatch(batch), { maxInFlight: 1, maxBatch: this.receiptBatch, sizeOf: (w) => w.receipts.length }),
+    );
+    await new Promise<void>((resolve, reject) => pump.push({ receipts: receipts.map((r) => ({ ...r, deviceId })), resolve, reject }));
   }
 
+  /** Per account, like outcomeWrites. */
   private readonly receiptWrites = new Map<string, BatchPump<ReceiptWrite>>();
 
   private async writeReceiptBatch(batch: ReceiptWrite[]): Promise<void> {
