@@ -6,25 +6,18 @@
  * WhatsApp tells it (lid-mapping.update), read receipts (readMessages), presence, onWhatsApp
  * look-ups with their cache, and sending into a group chat.
  */
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { WhatsAppNetwork } from '../src/network/whatsapp/whatsapp-network.js';
-import { GuardedHttp } from '../src/outbound/ssrf.js';
-import { DeviceSupervisor } from '../src/devices/device-supervisor.js';
 import type { ChatDetailJson, ChatJson } from '../src/conversations/chat-record.js';
 import type { WAGroupMetadata } from '../src/network/whatsapp/types.js';
-import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
+import { json, type Tenant, type TestContext } from './helpers.js';
 import { send, waitFor, type DeviceBody, type MessageBody } from './messaging-helpers.js';
-import { FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
-import { realHelpers, testVersionSource } from './whatsapp/harness.js';
+import type { FakeBaileys, FakeSocket } from './whatsapp/fake-socket.js';
+import { startWhatsAppHarness, type WhatsAppApp } from './whatsapp/harness.js';
 
+let app: WhatsAppApp | undefined;
 let ctx: TestContext;
 let tenant: Tenant;
 let fake: FakeBaileys;
-let network: WhatsAppNetwork;
-let supervisor: DeviceSupervisor;
-let http: GuardedHttp;
 let socket: FakeSocket;
 let deviceId: string;
 
@@ -57,25 +50,8 @@ const chat = async (id: string): Promise<ChatDetailJson | undefined> => {
 };
 
 beforeAll(async () => {
-  ctx = await createTestApp(ENV);
-  tenant = await createTenant(ctx);
-  fake = new FakeBaileys();
-  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const config = loadConfig({ ...ENV, LEASE_MS: '3000' });
-  network = new WhatsAppNetwork({
-    database: ctx.database,
-    bus: ctx.services.bus,
-    log,
-    config: config.whatsapp,
-    socketFactory: fake.factory,
-    helpers: await realHelpers(),
-    version: testVersionSource(),
-    linkingBackoffMs: [50, 100],
-    flapBackoffMs: [200, 400],
-  });
-  http = new GuardedHttp(true);
-  supervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, network, http, { ...ctx.config, numberCheckIntervalMs: 0 }, log);
-  supervisor.start();
+  app = await startWhatsAppHarness(ENV, { supervisor: { numberCheckIntervalMs: 0 } });
+  ({ ctx, tenant, fake } = app);
 
   const { status, body } = await api<{ data: DeviceBody }>('POST', '/devices', { name: 'shop phone' });
   expect(status).toBe(201);
@@ -91,10 +67,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await supervisor?.stop();
-  await network?.close();
-  await http?.close();
-  await ctx?.close();
+  await app?.close();
 });
 
 describe('WhatsApp conversations through the API', () => {

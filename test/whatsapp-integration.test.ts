@@ -11,55 +11,29 @@ import { SocksProxyAgent } from 'socks-proxy-agent';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { DeviceService } from '../src/devices/device-service.js';
-import { WhatsAppNetwork } from '../src/network/whatsapp/whatsapp-network.js';
-import { GuardedHttp } from '../src/outbound/ssrf.js';
-import { BulkFanout } from '../src/messaging/bulk-fanout.js';
+import type { GuardedHttp } from '../src/outbound/ssrf.js';
 import { DeviceSupervisor } from '../src/devices/device-supervisor.js';
-import { createTenant, createTestApp, expectError, json, type Tenant, type TestContext } from './helpers.js';
+import { expectError, json, type Tenant, type TestContext } from './helpers.js';
 import { call, getDevice, getJob, getMessage, listMessages, send, sendBulk, sleep, waitFor, type DeviceBody, type QrBody } from './messaging-helpers.js';
 import { FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
-import { encryptVote, realHelpers, testVersionSource } from './whatsapp/harness.js';
+import { encryptVote, fakeNetwork, startWhatsAppHarness, type WhatsAppApp } from './whatsapp/harness.js';
 
+let app: WhatsAppApp | undefined;
 let ctx: TestContext;
 let tenant: Tenant;
 let fake: FakeBaileys;
-let network: WhatsAppNetwork;
 let supervisor: DeviceSupervisor;
-let fanout: BulkFanout;
 let http: GuardedHttp;
 
 const ENV = { NETWORK: 'whatsapp', BULK_DELAY_MS: '20-40', WHATSAPP_WARMUP: '3,6', WHATSAPP_ACK_TIMEOUT_MS: '2000' };
 
 beforeAll(async () => {
-  ctx = await createTestApp(ENV);
-  tenant = await createTenant(ctx);
-  fake = new FakeBaileys();
-  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const config = loadConfig({ ...ENV, LEASE_MS: '3000' });
-  network = new WhatsAppNetwork({
-    database: ctx.database,
-    bus: ctx.services.bus,
-    log,
-    config: config.whatsapp,
-    socketFactory: fake.factory,
-    helpers: await realHelpers(),
-    version: testVersionSource(),
-    linkingBackoffMs: [50, 100],
-    flapBackoffMs: [200, 400],
-  });
-  http = new GuardedHttp(true);
-  supervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, network, http, ctx.config, log);
-  fanout = new BulkFanout(ctx.database, ctx.services.bus, log);
-  supervisor.start();
-  fanout.start();
+  app = await startWhatsAppHarness(ENV, { bulkFanout: true });
+  ({ ctx, tenant, fake, supervisor, http } = app);
 });
 
 afterAll(async () => {
-  await fanout?.stop();
-  await supervisor?.stop();
-  await network?.close();
-  await http?.close();
-  await ctx?.close();
+  await app?.close();
 });
 
 async function api<T>(method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown): Promise<{ status: number; body: T; raw: Awaited<ReturnType<TestContext['app']['inject']>> }> {
@@ -388,15 +362,7 @@ describe('takeover', () => {
     const otherFake = new FakeBaileys();
     otherFake.script = (s) => s.open();
     const log = pino({ level: 'silent' });
-    const otherNetwork = new WhatsAppNetwork({
-      database: ctx.database,
-      bus: ctx.services.bus,
-      log,
-      config: loadConfig({ ...ENV }).whatsapp,
-      socketFactory: otherFake.factory,
-      helpers: await realHelpers(),
-    version: testVersionSource(),
-    });
+    const otherNetwork = await fakeNetwork(ctx, otherFake, log, loadConfig({ ...ENV }).whatsapp);
     const otherSupervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, otherNetwork, http, ctx.config, log);
     try {
       await supervisor.stop();

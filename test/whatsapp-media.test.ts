@@ -16,16 +16,12 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeviceSupervisor } from '../src/devices/device-supervisor.js';
-import { WhatsAppNetwork } from '../src/network/whatsapp/whatsapp-network.js';
-import { GuardedHttp } from '../src/outbound/ssrf.js';
-import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
+import type { Tenant, TestContext } from './helpers.js';
 import { expectError, expectOk, getDevice, waitFor, type MessageBody } from './messaging-helpers.js';
-import { boom, FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
-import { realHelpers, testVersionSource, whatsappConfig } from './whatsapp/harness.js';
+import { boom, type FakeBaileys, type FakeSocket } from './whatsapp/fake-socket.js';
+import { startWhatsAppHarness, type WhatsAppApp } from './whatsapp/harness.js';
 
 type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker';
 interface Encrypted {
@@ -36,12 +32,10 @@ interface Encrypted {
   encrypted: Buffer;
 }
 
+let app: WhatsAppApp | undefined;
 let ctx: TestContext;
 let tenant: Tenant;
 let fake: FakeBaileys;
-let network: WhatsAppNetwork;
-let supervisor: DeviceSupervisor;
-let guarded: GuardedHttp;
 let server: https.Server;
 let host = '';
 let certDir = '';
@@ -96,24 +90,8 @@ beforeAll(async () => {
   previousDispatcher = getGlobalDispatcher();
   setGlobalDispatcher(new Agent({ connect: { ca: cert } }));
 
-  ctx = await createTestApp({ NETWORK: 'whatsapp' });
-  tenant = await createTenant(ctx);
-  fake = new FakeBaileys();
-  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  network = new WhatsAppNetwork({
-    database: ctx.database,
-    bus: ctx.services.bus,
-    log,
-    config: whatsappConfig({ warmupDailyCaps: [] }),
-    socketFactory: fake.factory,
-    helpers: await realHelpers(),
-    version: testVersionSource(),
-    linkingBackoffMs: [50, 100],
-    flapBackoffMs: [200, 400],
-  });
-  guarded = new GuardedHttp(true);
-  supervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, network, guarded, ctx.config, log);
-  supervisor.start();
+  app = await startWhatsAppHarness({ NETWORK: 'whatsapp' }, { whatsapp: { warmupDailyCaps: [] } });
+  ({ ctx, tenant, fake } = app);
 
   // A linked device: QR, scan, restart, open.
   const added = expectOk<{ data: { id: string } }>(await ctx.app.inject({ method: 'POST', url: '/devices', headers: tenant.headers, payload: { name: 'shop' } }), 201);
@@ -125,10 +103,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await supervisor?.stop();
-  await network?.close();
-  await guarded?.close();
-  await ctx?.close();
+  await app?.close();
   if (previousDispatcher) setGlobalDispatcher(previousDispatcher);
   server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve));

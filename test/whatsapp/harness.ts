@@ -5,15 +5,18 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import pino from 'pino';
-import { loadConfig, type WhatsAppConfig } from '../../src/config.js';
+import pino, { type Logger } from 'pino';
+import { loadConfig, type Config, type WhatsAppConfig } from '../../src/config.js';
+import { DeviceSupervisor } from '../../src/devices/device-supervisor.js';
+import { BulkFanout } from '../../src/messaging/bulk-fanout.js';
+import { GuardedHttp } from '../../src/outbound/ssrf.js';
 import { newId } from '../../src/platform/ids.js';
 import type { DeviceInfo, NetworkEvent } from '../../src/network/network.js';
 import { baileysHelpers, loadBaileys } from '../../src/network/whatsapp/baileys.js';
 import type { BaileysHelpers, WAPollEncValue } from '../../src/network/whatsapp/types.js';
 import { WaVersionSource, type WaVersion } from '../../src/network/whatsapp/version.js';
-import { WhatsAppNetwork, type WhatsAppSession } from '../../src/network/whatsapp/whatsapp-network.js';
-import type { TestContext } from '../helpers.js';
+import { WhatsAppNetwork, type WhatsAppNetworkOptions, type WhatsAppSession } from '../../src/network/whatsapp/whatsapp-network.js';
+import type { Tenant, TestContext } from '../helpers.js';
 import { FakeBaileys } from './fake-socket.js';
 
 let helpers: BaileysHelpers | undefined;
@@ -33,6 +36,75 @@ export async function insertDevice(ctx: TestContext, accountId: string, status: 
   const id = newId('dev');
   await ctx.database.query(`INSERT INTO devices (id, account_id, name, status, phone_number) VALUES ($1, $2, 'phone', $3, $4)`, [id, accountId, status, phoneNumber]);
   return { id, accountId, phoneNumber, status };
+}
+
+/** A WhatsAppNetwork on the test database whose sockets are `fake`'s: the real Baileys helpers, the fixed test version unless `tuning` names another. */
+export async function fakeNetwork(
+  ctx: TestContext,
+  fake: FakeBaileys,
+  log: Logger,
+  config: WhatsAppConfig,
+  tuning: Partial<Pick<WhatsAppNetworkOptions, 'version' | 'linkingBackoffMs' | 'flapBackoffMs'>> = {},
+): Promise<WhatsAppNetwork> {
+  return new WhatsAppNetwork({ database: ctx.database, bus: ctx.services.bus, log, config, socketFactory: fake.factory, helpers: await realHelpers(), version: testVersionSource(), ...tuning });
+}
+
+/** The app on NETWORK=whatsapp as a worker runs it: a device supervisor (and a bulk fan-out if asked) driving a WhatsAppNetwork on fake sockets. */
+export interface WhatsAppApp {
+  ctx: TestContext;
+  tenant: Tenant;
+  fake: FakeBaileys;
+  network: WhatsAppNetwork;
+  supervisor: DeviceSupervisor;
+  http: GuardedHttp;
+  log: Logger;
+  /** Stops the fan-out and the supervisor, closes the network, the HTTP client and the app, in that order. */
+  close(): Promise<void>;
+}
+
+export interface WhatsAppAppOptions {
+  /** Over the WhatsApp config that loadConfig makes of the env. */
+  whatsapp?: Partial<WhatsAppConfig>;
+  /** Over the app's config, for the device supervisor only. */
+  supervisor?: Partial<Config>;
+  /** Runs a BulkFanout beside the supervisor (without one, bulk jobs are never fanned out). */
+  bulkFanout?: boolean;
+}
+
+/**
+ * A test app (createTestApp(env)) with a tenant, and the worker side started beside it: a
+ * WhatsAppNetwork on a FakeBaileys (short linking and flap backoffs), a GuardedHttp, a
+ * DeviceSupervisor and, with `bulkFanout`, a BulkFanout. Logs at TEST_LOG_LEVEL (silent unless set).
+ */
+export async function startWhatsAppHarness(env: Record<string, string>, options: WhatsAppAppOptions = {}): Promise<WhatsAppApp> {
+  // Imported here, not above: bench/lib/whatsapp-sessions.ts imports this file and should not load vitest and the test app with it.
+  const { createTenant, createTestApp } = await import('../helpers.js');
+  const ctx = await createTestApp(env);
+  let tenant: Tenant;
+  let network: WhatsAppNetwork;
+  const fake = new FakeBaileys();
+  const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  try {
+    tenant = await createTenant(ctx);
+    const config = loadConfig({ ...env, LEASE_MS: '3000' });
+    network = await fakeNetwork(ctx, fake, log, { ...config.whatsapp, ...options.whatsapp }, { linkingBackoffMs: [50, 100], flapBackoffMs: [200, 400] });
+  } catch (error) {
+    await ctx.close();
+    throw error;
+  }
+  const http = new GuardedHttp(true);
+  const supervisor = new DeviceSupervisor(ctx.database, ctx.services.bus, network, http, options.supervisor ? { ...ctx.config, ...options.supervisor } : ctx.config, log);
+  const fanout = options.bulkFanout ? new BulkFanout(ctx.database, ctx.services.bus, log) : undefined;
+  supervisor.start();
+  fanout?.start();
+  const close = async (): Promise<void> => {
+    await fanout?.stop();
+    await supervisor.stop();
+    await network.close();
+    await http.close();
+    await ctx.close();
+  };
+  return { ctx, tenant, fake, network, supervisor, http, log, close };
 }
 
 export interface Harness {
@@ -68,17 +140,7 @@ export async function createHarness(
     },
   });
   const log = pino({ level: 'debug' }, stream);
-  const network = new WhatsAppNetwork({
-    database: ctx.database,
-    bus: ctx.services.bus,
-    log,
-    config: whatsappConfig({ warmupDailyCaps: [], ackTimeoutMs: 2_000, connectTimeoutMs: 2_000, ...config }),
-    socketFactory: fake.factory,
-    helpers: await realHelpers(),
-    version,
-    linkingBackoffMs,
-    flapBackoffMs,
-  });
+  const network = await fakeNetwork(ctx, fake, log, whatsappConfig({ warmupDailyCaps: [], ackTimeoutMs: 2_000, connectTimeoutMs: 2_000, ...config }), { version, linkingBackoffMs, flapBackoffMs });
   let holding = false;
   let released: (() => void)[] = [];
   return {
