@@ -1,6 +1,21 @@
 -- A message as the API shows it (MessageSchema in src/messaging/message-record.ts, mapped by
 -- toMessage in src/messaging/message-model.ts), for the payloads of message.status,
 -- message.received, message.edited and message.deleted. test/record-contract.test.ts keeps it equal to toMessage.
+--
+-- waygate_message_json has no sub-SELECT of its own, so PostgreSQL inlines it into the statement
+-- that calls it (an outcome or receipt builds it once per message); the poll's votes, which need
+-- one, are waygate_poll_json's, called only for a poll. (With the sub-SELECT inline, every call ran
+-- through the SQL-function executor: 2.6 times the cost, about 35 µs a message.)
+
+-- A poll's part of a message: its options, whether several may be chosen, and each option's votes.
+CREATE OR REPLACE FUNCTION waygate_poll_json(p jsonb) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'options', p->'options', 'multiple', p->'multiple',
+    'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option,
+                                  'count', (SELECT count(*) FROM jsonb_each(p->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
+                         FROM jsonb_array_elements_text(p->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb))
+$$;
+
 CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT jsonb_build_object(
     'id', m.id, 'direction', m.direction, 'deviceId', m.device_id, 'jobId', m.job_id,
@@ -13,11 +28,7 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
     'failedAt', waygate_ts(m.failed_at), 'cancelledAt', waygate_ts(m.cancelled_at), 'receivedAt', waygate_ts(m.received_at),
     'media', m.media,
     'location', m.payload->'location', 'contacts', m.payload->'contacts',
-    'poll', CASE WHEN m.payload ? 'poll' THEN jsonb_build_object(
-      'options', m.payload->'poll'->'options', 'multiple', m.payload->'poll'->'multiple',
-      'votes', COALESCE((SELECT jsonb_agg(jsonb_build_object('option', o.option,
-                                    'count', (SELECT count(*) FROM jsonb_each(m.payload->'poll'->'voters') AS v WHERE v.value ? o.option)) ORDER BY o.n)
-                           FROM jsonb_array_elements_text(m.payload->'poll'->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb)) END,
+    'poll', CASE WHEN m.payload ? 'poll' THEN waygate_poll_json(m.payload->'poll') END,
     'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions),
     'editedAt', waygate_ts(m.edited_at), 'deletedAt', waygate_ts(m.deleted_at),
     'chatId', COALESCE(m.chat_id, m.peer))
