@@ -10,7 +10,7 @@
  * DatabaseRateLimitStore is the one home of the statements on rate_limit_hits: the table is this
  * limiter's alone, and its batching (when to write) and its statements belong together.
  */
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import type { Config } from '../config.js';
 import type { Database } from '../platform/database.js';
@@ -59,7 +59,10 @@ interface LocalCount {
 export class DatabaseRateLimitStore {
   private readonly counts = new Map<string, LocalCount>();
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    private readonly log?: FastifyBaseLogger,
+  ) {}
 
   /** Adds `hits` to the shared count of `key` and returns it, with the ms left in its window. */
   private async add(key: string, hits: number, timeWindow: number): Promise<{ hits: number; ttlMs: number }> {
@@ -91,6 +94,8 @@ export class DatabaseRateLimitStore {
       return hits;
     } catch (error) {
       entry.pending += count;
+      // The limiter lets the request through (skipOnError): say so, or the limit lapses unseen.
+      this.log?.warn({ err: error, key }, 'could not count a request against its rate limit; it was let through');
       throw error;
     } finally {
       entry.writing -= count;
@@ -158,7 +163,7 @@ export async function installRateLimit(app: FastifyInstance, config: Config, dat
   const perAddress = config.anonymousRateLimitPerMinute;
   if (perAccount === 0 && perAddress === 0) return undefined;
   const maxOf = (key: string): number => (key.startsWith('account:') ? perAccount : perAddress);
-  const store = database.kind === 'postgres' ? new DatabaseRateLimitStore(database) : undefined;
+  const store = database.kind === 'postgres' ? new DatabaseRateLimitStore(database, app.log) : undefined;
   if (store) {
     const flush = setInterval(() => store.flush(WINDOW_MS), RATE_SYNC_MS);
     const sweep = setInterval(() => {
