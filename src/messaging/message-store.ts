@@ -5,7 +5,7 @@
  * is still that worker. Outcomes and receipts, which also count into jobs and write events, are
  * in outcomes.ts; the direct-send insert is in accept.ts.
  */
-import type { Queryable } from '../platform/database.js';
+import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
 import { firstIdAt } from '../platform/ids.js';
 import type { KindFields, MessageRef, MessageType } from '../network/network.js';
@@ -77,16 +77,16 @@ const REFERENCE_ID_SQL = (m: string): string => `COALESCE(${m}.reply_to, ${m}.pa
 /**
  * Claims up to `limit` due messages of a device (priority 0 only when `onlyDirect`), and starts
  * their SCHEDULED jobs, in one statement. waygate_due_messages walks the queue index in order
- * (SKIP LOCKED) whatever the statistics say; the statement is unnamed (planned on each call), as
- * a plan kept from when the table was small would scan it.
+ * (SKIP LOCKED) whatever the statistics say, and returns at most 10 rows as far as the planner
+ * knows (migration 0043), so every join is a primary-key lookup: one generic plan serves every
+ * claim (generic plans run with sequential scans off, see openDatabase), planned once per
+ * connection instead of on each call, which cost as much as running it when a thousand paced
+ * devices each claimed a message a second.
  */
-export async function claimDue(db: Queryable, workerId: string, deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
-  const rows = await db.query<{
-    id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
-    payload: KindPayload | null; mentions: string[] | null; network_message_id: string; attempts: number; priority: number;
-    referenced: Referenced | null;
-  }>(
-    `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
+const CLAIM: Omit<PreparedStatement, 'values'> = {
+  name: 'messages_claim',
+  genericPlan: true,
+  text: `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
      claimed AS (
        UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
          FROM due WHERE m.id = due.id
@@ -94,8 +94,14 @@ export async function claimDue(db: Queryable, workerId: string, deviceId: string
      started AS (${START_JOBS_SQL('claimed')})
      SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced
        FROM claimed c LEFT JOIN messages q ON q.id = ${REFERENCE_ID_SQL('c')}`,
-    [deviceId, limit, workerId, onlyDirect ? 0 : 1],
-  );
+};
+
+export async function claimDue(db: Pick<Database, 'queryPrepared'>, workerId: string, deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
+  const rows = await db.queryPrepared<{
+    id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
+    payload: KindPayload | null; mentions: string[] | null; network_message_id: string; attempts: number; priority: number;
+    referenced: Referenced | null;
+  }>({ ...CLAIM, values: [deviceId, limit, workerId, onlyDirect ? 0 : 1] });
   return rows.map((r) => ({
     id: r.id,
     accountId: r.account_id,
