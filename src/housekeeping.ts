@@ -32,6 +32,17 @@ const BETWEEN_BATCHES_MS = 100;
 const pauseAfter = (passMs: number): number => Math.max(BETWEEN_BATCHES_MS, Math.round(passMs));
 const DAY_MS = 86_400_000;
 
+/** What one pass pruned, and whether any batch was full (more may be left). */
+export interface PrunePass {
+  events: number;
+  attempts: number;
+  idempotencyKeys: number;
+  media: number;
+  messageBodies: number;
+  deviceRequests: number;
+  full: boolean;
+}
+
 export class Housekeeping {
   private readonly loop: WakeLoop;
   private readonly idempotency: IdempotencyService;
@@ -57,7 +68,7 @@ export class Housekeeping {
   }
 
   /** One batch of each kind; how many rows went. Exposed for tests. */
-  async pruneOnce(): Promise<{ events: number; attempts: number; idempotencyKeys: number; media: number; messageBodies: number; deviceRequests: number; full: boolean }> {
+  async pruneOnce(): Promise<PrunePass> {
     const idempotencyKeys = await this.idempotency.purgeExpired();
     const events = await deleteExpiredEvents(this.database, this.config.eventRetentionDays, this.batch);
     const attempts = await deleteExpiredAttempts(this.database, this.config.attemptRetentionDays, this.batch);
@@ -77,21 +88,26 @@ export class Housekeeping {
   async drain(): Promise<{ events: number; attempts: number; media: number; messageBodies: number; deviceRequests: number; passes: number }> {
     const total = { events: 0, attempts: 0, media: 0, messageBodies: 0, deviceRequests: 0, passes: 0 };
     for (;;) {
-      const started = performance.now();
-      const pass = await this.pruneOnce();
+      const { pass, pauseMs } = await this.timedPass();
       total.events += pass.events;
       total.attempts += pass.attempts;
       total.media += pass.media;
       total.messageBodies += pass.messageBodies;
       total.deviceRequests += pass.deviceRequests;
       total.passes++;
-      if (!pass.full) return total;
-      await new Promise((resolve) => setTimeout(resolve, pauseAfter(performance.now() - started)));
+      if (pauseMs === undefined) return total;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
   }
 
   private async turn(): Promise<number> {
+    return (await this.timedPass()).pauseMs ?? IDLE_MS;
+  }
+
+  /** One pass, and the pause before the next: after a full pass, pauseAfter its duration; none (undefined) when nothing is left to spare. */
+  private async timedPass(): Promise<{ pass: PrunePass; pauseMs: number | undefined }> {
     const started = performance.now();
-    return (await this.pruneOnce()).full ? pauseAfter(performance.now() - started) : IDLE_MS;
+    const pass = await this.pruneOnce();
+    return { pass, pauseMs: pass.full ? pauseAfter(performance.now() - started) : undefined };
   }
 }

@@ -61,7 +61,7 @@ export class DatabaseRateLimitStore {
 
   constructor(
     private readonly database: Database,
-    private readonly log?: FastifyBaseLogger,
+    private readonly log: FastifyBaseLogger,
   ) {}
 
   /** Adds `hits` to the shared count of `key` and returns it, with the ms left in its window. */
@@ -94,8 +94,6 @@ export class DatabaseRateLimitStore {
       return hits;
     } catch (error) {
       entry.pending += count;
-      // The limiter lets the request through (skipOnError): say so, or the limit lapses unseen.
-      this.log?.warn({ err: error, key }, 'could not count a request against its rate limit; it was let through');
       throw error;
     } finally {
       entry.writing -= count;
@@ -119,7 +117,12 @@ export class DatabaseRateLimitStore {
     if (stale || count() >= max * EXACT_FROM) {
       // Judged on the database's count right after this request's own write: requests written
       // before it are in it, later ones are not.
-      this.sync(key, local, timeWindow).then(answer, (error: Error) => callback(error));
+      this.sync(key, local, timeWindow).then(answer, (error: Error) => {
+        // The limiter lets the request through (skipOnError): say so, or the limit lapses unseen.
+        // (A background write that fails loses nothing: its count is written with the next one.)
+        this.log.warn({ err: error, key }, 'could not count a request against its rate limit; it was let through');
+        callback(error);
+      });
       return;
     }
     if (!local.syncing && local.pending >= Math.max(1, Math.floor(max * BATCH_SHARE))) this.sync(key, local, timeWindow).catch(() => undefined);
