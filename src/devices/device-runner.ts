@@ -133,6 +133,7 @@ export class DeviceRunner {
   }
 
   wake(): void {
+    this.directsWaiting = true;
     for (const loop of this.loops) loop.wake();
   }
 
@@ -299,39 +300,67 @@ export class DeviceRunner {
   /** One turn of dispatch: a claimed batch sent (0: go on), or how long to wait for more. */
   private async dispatchTurn(): Promise<number> {
     const { queue } = this.options;
-    const paced = this.paced;
     this.nothingDue = false;
     if (this.stopped) return MAX_IDLE_WAIT_MS;
     if (this.status !== 'CONNECTED' || !this.options.leaseValid()) return MAX_IDLE_WAIT_MS;
-    const direct = await queue.claim(this.deviceId, paced ? 50 : this.options.batchSize, paced);
-    if (direct.length > 0) {
-      await this.sendBatch(direct);
-      if (paced && direct.some((m) => m.priority > 0)) this.paceBulk();
-      return 0;
-    }
-    if (paced) {
-      const wait = this.nextBulkAt - Date.now();
-      if (wait > 0) return wait;
-      // Warm-up cap (network policy): when today's bulk allowance is used up, bulk messages stay QUEUED until it resets.
-      const allowance = this.session?.bulkPolicy?.allowance();
-      if (allowance && allowance.remaining <= 0) {
-        this.noteCapReached(allowance.resumeAt);
-        return Math.min(MAX_IDLE_WAIT_MS, allowance.resumeAt.getTime() - Date.now());
-      }
-      const bulk = await queue.claim(this.deviceId, 1, false);
-      if (bulk.length > 0) {
-        await this.sendBatch(bulk);
-        const bulkCount = bulk.filter((m) => m.priority > 0).length;
-        if (bulkCount > 0) await this.session?.bulkPolicy?.consumed(bulkCount);
-        this.paceBulk();
-        // Nothing to do until the next bulk message may go: a direct send wakes the loop.
-        return Math.max(0, this.nextBulkAt - Date.now());
+    if (this.paced) {
+      const wait = await this.pacedTurn();
+      if (wait !== undefined) return wait;
+    } else {
+      const claimed = await queue.claim(this.deviceId, this.options.batchSize, false);
+      if (claimed.length > 0) {
+        await this.sendBatch(claimed);
+        return 0;
       }
     }
     const next = await queue.nextDueAt(this.deviceId);
     this.nothingDue = true;
     return next ? Math.min(NOTHING_DUE_WAIT_MS, next.getTime() - Date.now()) : NOTHING_DUE_WAIT_MS;
   }
+
+  /**
+   * Paced traffic: direct sends at once (up to 50 a turn), bulk messages one at a time, each
+   * BULK_DELAY_MS after the last hand-over. One claim a turn: the direct-only claim runs only
+   * after a wake (a direct send wakes the loop) or a turn that found direct sends, and a bulk
+   * slot's claim of one takes a direct send first (the queue is ordered by priority).
+   * Undefined: nothing is due.
+   */
+  private async pacedTurn(): Promise<number | undefined> {
+    const { queue } = this.options;
+    if (this.directsWaiting) {
+      this.directsWaiting = false;
+      const direct = await queue.claim(this.deviceId, 50, true);
+      if (direct.length > 0) {
+        this.directsWaiting = true;
+        await this.sendBatch(direct);
+        return 0;
+      }
+    }
+    const wait = this.nextBulkAt - Date.now();
+    if (wait > 0) return wait;
+    // Warm-up cap (network policy): when today's bulk allowance is used up, bulk messages stay QUEUED until it resets.
+    const allowance = this.session?.bulkPolicy?.allowance();
+    if (allowance && allowance.remaining <= 0) {
+      this.noteCapReached(allowance.resumeAt);
+      this.directsWaiting = true;
+      return Math.min(MAX_IDLE_WAIT_MS, allowance.resumeAt.getTime() - Date.now());
+    }
+    const claimed = await queue.claim(this.deviceId, 1, false);
+    if (claimed.length === 0) return undefined;
+    await this.sendBatch(claimed);
+    const bulkCount = claimed.filter((m) => m.priority > 0).length;
+    if (bulkCount === 0) {
+      this.directsWaiting = true;
+      return 0;
+    }
+    await this.session?.bulkPolicy?.consumed(bulkCount);
+    this.paceBulk();
+    // Nothing to do until the next bulk message may go: a direct send wakes the loop.
+    return Math.max(0, this.nextBulkAt - Date.now());
+  }
+
+  /** A direct send may be waiting: the paced turn claims direct sends first (see pacedTurn). */
+  private directsWaiting = true;
 
   /**
    * One turn of edits, deletes and read receipts: each handed to the network in the order they

@@ -1,9 +1,10 @@
 /**
  * The sandbox network: behaves like a real one through the Network interface, with its world in
  * the database (see world.ts). One poller per process serves every session the process holds;
- * bus notifications wake it early. Sends issued in the same tick for a device go to the world
- * as one batch, which is what lets the sandbox take tens of thousands of messages a second.
+ * bus notifications wake it early. Sends issued in the same tick, by any of its sessions, go to
+ * the world as one batch, which is what lets the sandbox take tens of thousands of messages a second.
  */
+import { BatchPump } from '../../platform/batch-pump.js';
 import type { Bus } from '../../platform/bus.js';
 import { MEDIA_LIMITS, openMedia } from '../../outbound/media.js';
 import { GuardedHttp } from '../../outbound/ssrf.js';
@@ -45,6 +46,7 @@ function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent
 }
 
 interface PendingSend {
+  deviceId: string;
   message: OutgoingMessage;
   resolve(result: SendResult): void;
   reject(error: unknown): void;
@@ -56,8 +58,6 @@ class SandboxSession implements NetworkSession {
   private lastVersion = -1;
   private linked = false;
   private closed = false;
-  private queue: PendingSend[] = [];
-  private flushScheduled = false;
 
   constructor(
     readonly device: DeviceInfo,
@@ -127,13 +127,7 @@ class SandboxSession implements NetworkSession {
     if (this.closed || !this.linked) {
       return Promise.resolve({ ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected' });
     }
-    return new Promise((resolve, reject) => {
-      this.queue.push({ message, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => void this.flush());
-      }
-    });
+    return this.network.takeSend(this.device.id, message);
   }
 
   edit(target: MessageRef, content: string): Promise<SendResult> {
@@ -154,18 +148,6 @@ class SandboxSession implements NetworkSession {
   private async whenLinked(work: () => Promise<SendResult>): Promise<SendResult> {
     if (this.closed || !this.linked) return { ok: false, permanent: false, code: 'DEVICE_NOT_CONNECTED', message: 'The device is not connected' };
     return work();
-  }
-
-  private async flush(): Promise<void> {
-    this.flushScheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    try {
-      const results = await this.network.world.accept(this.device.id, batch.map((p) => p.message));
-      batch.forEach((pending, index) => pending.resolve(results[index]!));
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-    }
   }
 
   /** Sandbox: numbers ending 0000 are not on the network. */
@@ -213,6 +195,8 @@ export class SandboxNetwork implements Network {
   private unsubscribe: (() => void) | undefined;
   /** Incoming messages being handed over (by seq): each session takes its own in order, beside the polls. */
   private readonly handing = new Map<number, Promise<void>>();
+  /** Sends of every session, batched: one statement takes what was sent in the same turn, or while two were in flight. */
+  private readonly handovers = new BatchPump<PendingSend>((batch) => this.acceptBatch(batch), { maxInFlight: 2, maxBatch: 1_000 });
   /** The phone's files are fetched from their mediaUrl when Waygate downloads them, as a recipient downloads from WhatsApp's servers. */
   private readonly http: GuardedHttp;
 
@@ -237,6 +221,20 @@ export class SandboxNetwork implements Network {
     }
     await session.start();
     return session;
+  }
+
+  /** A session's send: taken by the world in the next batch. */
+  takeSend(deviceId: string, message: OutgoingMessage): Promise<SendResult> {
+    return new Promise((resolve, reject) => this.handovers.push({ deviceId, message, resolve, reject }));
+  }
+
+  private async acceptBatch(batch: PendingSend[]): Promise<void> {
+    try {
+      const results = await this.world.accept(batch.map(({ deviceId, message }) => ({ deviceId, message })));
+      batch.forEach((pending, index) => pending.resolve(results[index]!));
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    }
   }
 
   forget(deviceId: string, session: SandboxSession): void {
@@ -345,6 +343,7 @@ export class SandboxNetwork implements Network {
     this.timer = undefined;
     this.unsubscribe?.();
     await Promise.all([...this.sessions.values()].map((session) => session.close()));
+    await this.handovers.drain();
     await this.polling;
     await Promise.all(this.handing.values());
     await this.http.close();

@@ -204,16 +204,22 @@ export class SandboxWorld {
   }
 
   /**
-   * Accepts a batch of messages from one device in one statement. A message id seen before is
-   * not delivered again: only its sendCalls grows.
+   * Accepts a batch of messages, of any devices, in one statement. A message id seen before from
+   * the same device is not delivered again: only its sendCalls grows.
    */
-  async accept(deviceId: string, batch: OutgoingMessage[]): Promise<SendResult[]> {
+  async accept(batch: { deviceId: string; message: OutgoingMessage }[]): Promise<SendResult[]> {
     const results: SendResult[] = new Array(batch.length);
     const onNetwork: number[] = [];
-    const groupIds = batch.filter((m) => m.to.endsWith('@g.us')).map((m) => m.to);
-    const groups = new Set(groupIds.length > 0 ? (await this.groups(deviceId, groupIds)).map((g) => g.id) : []);
-    batch.forEach((message, index) => {
-      if (message.to.endsWith('@g.us') && !groups.has(message.to)) {
+    const groupsAsked = new Map<string, string[]>();
+    for (const { deviceId, message } of batch) {
+      if (message.to.endsWith('@g.us')) groupsAsked.set(deviceId, [...(groupsAsked.get(deviceId) ?? []), message.to]);
+    }
+    const memberOf = new Set<string>();
+    for (const [deviceId, ids] of groupsAsked) {
+      for (const group of await this.groups(deviceId, ids)) memberOf.add(`${deviceId} ${group.id}`);
+    }
+    batch.forEach(({ deviceId, message }, index) => {
+      if (message.to.endsWith('@g.us') && !memberOf.has(`${deviceId} ${message.to}`)) {
         results[index] = { ok: false, permanent: true, code: 'NOT_A_GROUP_MEMBER', message: `The device is not in the group ${message.to}` };
       } else if (magicEnding(message.to) === '0000') {
         results[index] = { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: `${message.to} is not on the network` };
@@ -222,25 +228,25 @@ export class SandboxWorld {
       }
     });
     if (onNetwork.length === 0) return results;
-    const pick = <T>(f: (m: OutgoingMessage) => T): T[] => onNetwork.map((i) => f(batch[i]!));
-    const rows = await this.database.queryPrepared<{ network_message_id: string; send_calls: number; to: string }>({
+    const pick = <T>(f: (m: OutgoingMessage) => T): T[] => onNetwork.map((i) => f(batch[i]!.message));
+    const rows = await this.database.queryPrepared<{ device_id: string; network_message_id: string; send_calls: number; to: string }>({
       // Planned once (an insert: nothing to go stale); small batches of direct sends paid more to plan it than to run it.
       name: 'sandbox_accept',
       genericPlan: true,
       text: `INSERT INTO sandbox_messages AS sm
          (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, deliver_at, read_at)
-       SELECT m.nid, $1, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb,
+       SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE now() + $10 * interval '1 millisecond' END,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END
-         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[])
-              AS m(nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload)
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[])
+              AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload)
        ON CONFLICT (device_id, network_message_id) DO UPDATE SET
          send_calls = sm.send_calls + 1,
          deliver_at = COALESCE(sm.deliver_at, CASE WHEN right(sm."to", 4) = '0001' THEN NULL ELSE now() + $10 * interval '1 millisecond' END),
          read_at = COALESCE(sm.read_at, CASE WHEN right(sm."to", 4) IN ('0001', '0002') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END)
-       RETURNING network_message_id, send_calls, "to"`,
+       RETURNING device_id, network_message_id, send_calls, "to"`,
       values: [
-        deviceId,
+        onNetwork.map((i) => batch[i]!.deviceId),
         pick((m) => m.networkMessageId),
         pick((m) => m.accountId),
         pick((m) => m.to),
@@ -253,8 +259,8 @@ export class SandboxWorld {
         pick(payloadOf),
       ],
     });
-    const calls = new Map(rows.map((row) => [row.network_message_id, row]));
-    for (const index of onNetwork) results[index] = acceptedResult(calls.get(batch[index]!.networkMessageId));
+    const calls = new Map(rows.map((row) => [`${row.device_id} ${row.network_message_id}`, row]));
+    for (const index of onNetwork) results[index] = acceptedResult(calls.get(`${batch[index]!.deviceId} ${batch[index]!.message.networkMessageId}`));
     return results;
   }
 
