@@ -73,6 +73,15 @@ interface ReceiptWrite {
   reject: (error: unknown) => void;
 }
 
+/** One device's claim waiting for the next batched claim. */
+interface PendingClaim extends messages.ClaimRequest {
+  resolve: (claimed: ClaimedMessage[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Devices per claim statement. */
+const CLAIM_BATCH_MAX = 200;
+
 /** The account's pump in `pumps`, made on first use. */
 function pumpOf<T>(pumps: Map<string, BatchPump<T>>, accountId: string, make: () => BatchPump<T>): BatchPump<T> {
   let pump = pumps.get(accountId);
@@ -138,9 +147,36 @@ export class MessageQueue {
     }
   }
 
+  /**
+   * The claims of this worker's devices that arrive together (or while two statements run) are
+   * one statement: a thousand paced devices each claiming a message a second would otherwise be
+   * a thousand statements and commits a second.
+   */
+  private readonly claims = new BatchPump<PendingClaim>((batch) => this.claimBatch(batch), { maxInFlight: 2, maxBatch: CLAIM_BATCH_MAX });
+
   /** Claims due messages of a device: priority 0 only, or any priority (direct first), up to `limit`. */
   claim(deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
-    return messages.claimDue(this.database, this.workerId, deviceId, limit, onlyDirect);
+    return new Promise((resolve, reject) => this.claims.push({ deviceId, limit, onlyDirect, resolve, reject }));
+  }
+
+  /** A device asked twice (its two dispatch loops) has its second claim in a statement of its own, run beside the first. */
+  private async claimBatch(batch: PendingClaim[]): Promise<void> {
+    const first = new Map<string, PendingClaim>();
+    const again: PendingClaim[] = [];
+    for (const claim of batch) {
+      if (first.has(claim.deviceId)) again.push(claim);
+      else first.set(claim.deviceId, claim);
+    }
+    await Promise.all([this.claimTogether([...first.values()]), again.length > 0 ? this.claimBatch(again) : undefined]);
+  }
+
+  private async claimTogether(batch: PendingClaim[]): Promise<void> {
+    try {
+      const claimed = await messages.claimDue(this.database, this.workerId, batch);
+      for (const claim of batch) claim.resolve(claimed.get(claim.deviceId) ?? []);
+    } catch (error) {
+      for (const claim of batch) claim.reject(error);
+    }
   }
 
   /** Of these devices, those with a message due now. */

@@ -74,11 +74,18 @@ export function messageRefOf(referenced: Referenced): MessageRef {
 /** SQL: the id of the message a message row `m` refers to (its replyTo, or a REACTION's target). */
 const REFERENCE_ID_SQL = (m: string): string => `COALESCE(${m}.reply_to, ${m}.payload->'reaction'->>'messageId')`;
 
+/** What one device's dispatch asks to claim: up to `limit` due messages (priority 0 only when `onlyDirect`). */
+export interface ClaimRequest {
+  deviceId: string;
+  limit: number;
+  onlyDirect: boolean;
+}
+
 /**
- * Claims up to `limit` due messages of a device (priority 0 only when `onlyDirect`), and starts
- * their SCHEDULED jobs, in one statement. waygate_due_messages walks the queue index in order
- * (SKIP LOCKED) whatever the statistics say, and returns at most 10 rows as far as the planner
- * knows (migration 0043), so every join is a primary-key lookup: one generic plan serves every
+ * Claims due messages for several devices (each device once), and starts their SCHEDULED jobs,
+ * in one statement. waygate_due_messages walks a device's range of the queue index in order
+ * (SKIP LOCKED) whatever the statistics say, and returns one row a device as far as the planner
+ * knows (migration 0045), so every join is a primary-key lookup: one generic plan serves every
  * claim (generic plans run with sequential scans off, see openDatabase), planned once per
  * connection instead of on each call, which cost as much as running it when a thousand paced
  * devices each claimed a message a second.
@@ -86,37 +93,51 @@ const REFERENCE_ID_SQL = (m: string): string => `COALESCE(${m}.reply_to, ${m}.pa
 const CLAIM: Omit<PreparedStatement, 'values'> = {
   name: 'messages_claim',
   genericPlan: true,
-  text: `WITH due AS (SELECT id FROM waygate_due_messages($1, $4, $2) AS id),
+  text: `WITH due AS (
+       SELECT d.id FROM unnest($1::text[], $2::int[], $4::int[]) AS r(device_id, lim, max_priority)
+              CROSS JOIN LATERAL waygate_due_messages(r.device_id, r.max_priority, r.lim) AS d(id)),
      claimed AS (
        UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
          FROM due WHERE m.id = due.id
-       RETURNING m.id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
+       RETURNING m.id, m.device_id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
      started AS (${START_JOBS_SQL('claimed')})
      SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced
        FROM claimed c LEFT JOIN messages q ON q.id = ${REFERENCE_ID_SQL('c')}`,
 };
 
-export async function claimDue(db: Pick<Database, 'queryPrepared'>, workerId: string, deviceId: string, limit: number, onlyDirect: boolean): Promise<ClaimedMessage[]> {
+/**
+ * Claims for each request's device, by device. A device may be asked for only once: a second
+ * request of the same device in the same statement would find the rows the first locked (its
+ * own locks do not make SKIP LOCKED skip them).
+ */
+export async function claimDue(db: Pick<Database, 'queryPrepared'>, workerId: string, requests: ClaimRequest[]): Promise<Map<string, ClaimedMessage[]>> {
   const rows = await db.queryPrepared<{
-    id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
+    id: string; device_id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
     payload: KindPayload | null; mentions: string[] | null; network_message_id: string; attempts: number; priority: number;
     referenced: Referenced | null;
-  }>({ ...CLAIM, values: [deviceId, limit, workerId, onlyDirect ? 0 : 1] });
-  return rows.map((r) => ({
-    id: r.id,
-    accountId: r.account_id,
-    jobId: r.job_id,
-    to: r.peer,
-    type: r.type,
-    content: r.content,
-    mediaUrl: r.media_url,
-    payload: r.payload,
-    mentions: r.mentions,
-    reference: r.referenced && messageRefOf(r.referenced),
-    networkMessageId: r.network_message_id,
-    attempts: r.attempts,
-    priority: r.priority,
-  }));
+  }>({ ...CLAIM, values: [requests.map((r) => r.deviceId), requests.map((r) => r.limit), workerId, requests.map((r) => (r.onlyDirect ? 0 : 1))] });
+  const byDevice = new Map<string, ClaimedMessage[]>();
+  for (const r of rows) {
+    const claimed: ClaimedMessage = {
+      id: r.id,
+      accountId: r.account_id,
+      jobId: r.job_id,
+      to: r.peer,
+      type: r.type,
+      content: r.content,
+      mediaUrl: r.media_url,
+      payload: r.payload,
+      mentions: r.mentions,
+      reference: r.referenced && messageRefOf(r.referenced),
+      networkMessageId: r.network_message_id,
+      attempts: r.attempts,
+      priority: r.priority,
+    };
+    const list = byDevice.get(r.device_id);
+    if (list) list.push(claimed);
+    else byDevice.set(r.device_id, [claimed]);
+  }
+  return byDevice;
 }
 
 /**
