@@ -27,6 +27,7 @@ import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
 import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput } from './message-kinds.js';
 import { deleteDecision, editContentProblem, editRefusal, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from './message-actions.js';
 import { recordAction } from './action-store.js';
+import { BatchPump } from '../platform/batch-pump.js';
 
 
 const DIRECT_SEND_MAX = 10;
@@ -51,6 +52,13 @@ export interface SendInput extends KindInput {
 
 /** A send that passed every rule: what a job is made of (content is the caption for media), the device asked for, and the message it quotes. */
 export type ValidSend = Omit<NewJob, 'id' | 'accountId' | 'deviceId' | 'status'> & { deviceId: string | undefined; replyTo: string | null };
+
+/** A direct send's rows to read for its answer. */
+interface PendingRead {
+  ids: string[];
+  resolve(rows: MessageRow[]): void;
+  reject(error: unknown): void;
+}
 
 /** The seed's types, whose body always has `content`. */
 const SEED_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'];
@@ -169,6 +177,11 @@ const isBulk = (groupIds: string[], recipients: string[]): boolean => groupIds.l
 /** The message a send refers to (its replyTo, or a REACTION's target), as the network knows it. */
 export class MessageService {
   private readonly accepts: DirectAccepts;
+  /**
+   * The rows of direct sends acknowledged by a worker in another process (it sends only their
+   * ids): the reads of requests answered together are one statement.
+   */
+  private readonly rowReads = new BatchPump<PendingRead>((batch) => this.readRows(batch), { maxInFlight: 2, maxBatch: 1_000, sizeOf: (read) => read.ids.length });
 
   constructor(
     private readonly database: Database,
@@ -284,11 +297,21 @@ export class MessageService {
    * for a bulk job, so a client tells the two answers apart by it.
    */
   private async directResponse(ids: string[], ticket: AckTicket | undefined): Promise<SendResponse> {
-    const rows: MessageRow[] = ticket && ids.every((id) => ticket.rows.has(id)) ? ids.map((id) => ticket.rows.get(id)!) : await store.getMessages(this.database, ids);
+    const rows: MessageRow[] =
+      ticket && ids.every((id) => ticket.rows.has(id)) ? ids.map((id) => ticket.rows.get(id)!) : await new Promise((resolve, reject) => this.rowReads.push({ ids, resolve, reject }));
     const byId = new Map(rows.map((row) => [row.id, toMessage(row)]));
     const messages = ids.map((id) => byId.get(id)!);
     const settled = messages.every((m) => isSettled(m.status));
     return { statusCode: settled ? 200 : 202, body: { success: true, message: messages[0]!, messages, async: false } };
+  }
+
+  private async readRows(batch: PendingRead[]): Promise<void> {
+    try {
+      const byId = new Map((await store.getMessages(this.database, batch.flatMap((read) => read.ids))).map((row) => [row.id, row]));
+      for (const read of batch) read.resolve(read.ids.flatMap((id) => byId.get(id) ?? []));
+    } catch (error) {
+      for (const read of batch) read.reject(error);
+    }
   }
 
   /** Accepts a bulk job: its recipients frozen and its quota reserved in one transaction; a worker fans it out. */
