@@ -60,6 +60,8 @@ const ACTIONS_PER_TURN = 20;
 const ACTIONS_IDLE_MS = 30_000;
 /** Direct sends handed over by the API in this process: batches in flight at once. */
 const DIRECT_PIPELINES = 2;
+/** Paced hand-overs of a device whose outcome writes may run at once (see sendPaced). */
+const PACED_WRITES = 4;
 const RECONNECT_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
 
 export class DeviceRunner {
@@ -78,6 +80,8 @@ export class DeviceRunner {
   private halted = false;
   /** Direct sends handed over by the API in this process, batched (see sendNow). */
   private readonly direct: BatchPump<ClaimedMessage>;
+  /** Outcome writes of paced hand-overs still running (see sendPaced). */
+  private readonly pacedWrites = new Set<Promise<void>>();
 
   constructor(private readonly options: DeviceRunnerOptions) {
     this.status = options.device.status;
@@ -155,6 +159,7 @@ export class DeviceRunner {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     await Promise.all(this.loops.map((loop) => loop.stop()));
+    await Promise.all(this.pacedWrites);
     await this.direct.drain();
     if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));
     else await this.session?.close().catch(() => undefined);
@@ -327,12 +332,13 @@ export class DeviceRunner {
    */
   private async pacedTurn(): Promise<number | undefined> {
     const { queue } = this.options;
+    await this.pacedWriteRoom();
     if (this.directsWaiting) {
       this.directsWaiting = false;
       const direct = await queue.claim(this.deviceId, 50, true);
       if (direct.length > 0) {
         this.directsWaiting = true;
-        await this.sendBatch(direct);
+        await this.sendPaced(direct);
         return 0;
       }
     }
@@ -347,7 +353,7 @@ export class DeviceRunner {
     }
     const claimed = await queue.claim(this.deviceId, 1, false);
     if (claimed.length === 0) return undefined;
-    await this.sendBatch(claimed);
+    await this.sendPaced(claimed);
     const bulkCount = claimed.filter((m) => m.priority > 0).length;
     if (bulkCount === 0) {
       this.directsWaiting = true;
@@ -402,18 +408,48 @@ export class DeviceRunner {
 
   /** `handedOver`: direct sends of this process's API, whose requests wait here (no other process needs to hear of them). */
   private async sendBatch(messages: ClaimedMessage[], handedOver = false): Promise<void> {
-    const { queue, bus } = this.options;
+    const handed = await this.handOver(messages);
+    if (handed) await this.writeOutcomes(handed, handedOver);
+  }
+
+  /**
+   * Paced traffic: the loop goes on once the network has taken the messages, and their outcome
+   * is written meanwhile (the next message is due BULK_DELAY_MS after this hand-over, whatever
+   * the write waits on); at most PACED_WRITES of a device's writes run at once.
+   */
+  private async sendPaced(messages: ClaimedMessage[]): Promise<void> {
+    const handed = await this.handOver(messages);
+    if (!handed) return;
+    const write: Promise<void> = this.writeOutcomes(handed, false)
+      .catch((error: unknown) => this.options.log.error({ err: error, deviceId: this.deviceId }, 'writing the outcome of paced messages failed'))
+      .finally(() => this.pacedWrites.delete(write));
+    this.pacedWrites.add(write);
+  }
+
+  /** Room for one more paced write (see sendPaced). */
+  private async pacedWriteRoom(): Promise<void> {
+    while (this.pacedWrites.size >= PACED_WRITES) await Promise.race(this.pacedWrites);
+  }
+
+  /** Hands claimed messages to the network; undefined: none was (the lease or the connection is gone), and they are back in the queue. */
+  private async handOver(messages: ClaimedMessage[]): Promise<{ outcomes: Outcome[]; cancelled: string[] } | undefined> {
     const session = this.session;
     // Claimed just before the lease lapsed or the network dropped: back to the queue, not attempted.
     if (!this.options.leaseValid() || !session || this.status !== 'CONNECTED') {
-      await queue.release(messages.map((m) => m.id));
-      return;
+      await this.options.queue.release(messages.map((m) => m.id));
+      return undefined;
     }
     const media = new Map<string, Promise<MediaResult>>();
     const cancelled: string[] = [];
     const handed = await Promise.all(messages.map((message) => this.sendOne(session, message, media, cancelled)));
+    return { outcomes: handed.filter((outcome): outcome is Outcome => outcome !== undefined), cancelled };
+  }
+
+  /** Writes what the network answered, and tells the direct sends' waiters. */
+  private async writeOutcomes({ outcomes, cancelled }: { outcomes: Outcome[]; cancelled: string[] }, handedOver: boolean): Promise<void> {
+    const { queue, bus } = this.options;
     await queue.cancelClaimed(cancelled);
-    const summary = await queue.finalize(this.deviceId, handed.filter((outcome): outcome is Outcome => outcome !== undefined));
+    const summary = await queue.finalize(this.deviceId, outcomes);
     // Tell the API processes waiting on direct sends (payloads stay under NOTIFY's 8000 bytes).
     for (let i = 0; i < summary.directIds.length; i += 200) {
       const ids = summary.directIds.slice(i, i + 200).join(',');
