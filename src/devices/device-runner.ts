@@ -68,7 +68,8 @@ export class DeviceRunner {
   private session: NetworkSession | undefined;
   private status: DeviceInfo['status'];
   private stopped = false;
-  private readonly loops: WakeLoop[] = [];
+  private readonly dispatchLoops: WakeLoop[] = [];
+  private actions: WakeLoop | undefined;
   private nextBulkAt = 0;
   /** When a message was last handed to the network (the pacing's reference). */
   private lastHandedAt = 0;
@@ -104,12 +105,11 @@ export class DeviceRunner {
     const loops = this.paced ? 1 : 2;
     for (let i = 0; i < loops; i++) {
       const loop = new WakeLoop(() => this.dispatchTurn(), { name: `dispatch of ${this.deviceId}`, log: this.options.log, errorBackoffMs: MAX_IDLE_WAIT_MS });
-      this.loops.push(loop);
+      this.dispatchLoops.push(loop);
       loop.start();
     }
-    const actions = new WakeLoop(() => this.actionsTurn(), { name: `actions of ${this.deviceId}`, log: this.options.log, errorBackoffMs: MAX_IDLE_WAIT_MS });
-    this.loops.push(actions);
-    actions.start();
+    this.actions = new WakeLoop(() => this.actionsTurn(), { name: `actions of ${this.deviceId}`, log: this.options.log, errorBackoffMs: MAX_IDLE_WAIT_MS });
+    this.actions.start();
   }
 
   /** Whether the API in this process may hand direct sends to this runner now. */
@@ -136,9 +136,21 @@ export class DeviceRunner {
     }
   }
 
+  /** Wakes every loop (the device connected: anything may be due). */
   wake(): void {
+    this.wakeDispatch();
+    this.wakeActions();
+  }
+
+  /** Messages may be due: the dispatch loops run now (a direct send first, when paced). */
+  wakeDispatch(): void {
     this.directsWaiting = true;
-    for (const loop of this.loops) loop.wake();
+    for (const loop of this.dispatchLoops) loop.wake();
+  }
+
+  /** An edit, delete or read receipt was recorded: the loop of actions runs now. */
+  wakeActions(): void {
+    this.actions?.wake();
   }
 
   /** Whether the dispatch loop sleeps because nothing was due (see NOTHING_DUE_WAIT_MS). */
@@ -158,7 +170,7 @@ export class DeviceRunner {
   async stop(options: { logout: boolean }): Promise<void> {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    await Promise.all(this.loops.map((loop) => loop.stop()));
+    await Promise.all([...this.dispatchLoops, ...(this.actions ? [this.actions] : [])].map((loop) => loop.stop()));
     await Promise.all(this.pacedWrites);
     await this.direct.drain();
     if (options.logout) await this.session?.logout().catch((error: unknown) => this.options.log.warn({ err: error }, 'logout failed'));

@@ -22,7 +22,7 @@ import { IncomingMediaReceiver } from '../media/incoming-media.js';
 import { ChatActivity } from '../conversations/chat-activity.js';
 import { ConversationWorker } from '../conversations/conversation-worker.js';
 import type { ClaimedMessage } from '../messaging/message-store.js';
-import { wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
+import { ACTIONS_PREFIX, wakeOwner, type DirectSendHost } from '../messaging/dispatch.js';
 
 /** Sessions opened at once when a round takes many devices (a worker joining, or taking over a dead one's). */
 const OPEN_CONCURRENCY = 16;
@@ -114,7 +114,8 @@ export class DeviceSupervisor implements DirectSendHost {
       }),
       this.bus.subscribe('waygate_dispatch', (payload) => {
         if (payload.startsWith('cancel:')) this.noteCancelled(payload.slice('cancel:'.length));
-        else this.runners.get(payload)?.wake();
+        else if (payload.startsWith(ACTIONS_PREFIX)) this.runners.get(payload.slice(ACTIONS_PREFIX.length))?.wakeActions();
+        else this.runners.get(payload)?.wakeDispatch();
       }),
     );
     this.rounds.start();
@@ -140,7 +141,7 @@ export class DeviceSupervisor implements DirectSendHost {
 
   private async duePollTurn(): Promise<number> {
     const idle = [...this.runners].filter(([, runner]) => runner.idle).map(([id]) => id);
-    for (const id of await this.queue.devicesWithDue(idle)) this.runners.get(id)?.wake();
+    for (const id of await this.queue.devicesWithDue(idle)) this.runners.get(id)?.wakeDispatch();
     return DUE_POLL_MS;
   }
 

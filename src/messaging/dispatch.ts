@@ -29,12 +29,23 @@ export interface Dispatcher {
   handOver(deviceId: string, messages: ClaimedMessage[]): void;
   /** Wakes the device's owner: at once if it is in this process, by NOTIFY if it is elsewhere. */
   wake(deviceId: string): void;
+  /** Wakes the owner's loop of edits, deletes and read receipts (an action was recorded), the same way. */
+  wakeActions(deviceId: string): void;
 }
 
 /** Wakes a device's owner: at once if it is in this process, by NOTIFY (coalesced) if it is elsewhere. */
 export function wakeOwner(bus: Bus, deviceId: string): void {
   bus.local('waygate_dispatch', deviceId);
   bus.publishSoon('waygate_dispatch', deviceId);
+}
+
+/** The payload that wakes a device's loop of actions (edits, deletes, read receipts), not its dispatch. */
+export const ACTIONS_PREFIX = 'actions:';
+
+/** Wakes the loop of actions of a device's owner, as wakeOwner does its dispatch. */
+function wakeOwnerActions(bus: Bus, deviceId: string): void {
+  bus.local('waygate_dispatch', `${ACTIONS_PREFIX}${deviceId}`);
+  bus.publishSoon('waygate_dispatch', `${ACTIONS_PREFIX}${deviceId}`);
 }
 
 /** No worker in this process: every accepted send waits in the queue for its device's owner. */
@@ -51,6 +62,10 @@ export class NotifyDispatcher implements Dispatcher {
 
   wake(deviceId: string): void {
     wakeOwner(this.bus, deviceId);
+  }
+
+  wakeActions(deviceId: string): void {
+    wakeOwnerActions(this.bus, deviceId);
   }
 }
 
@@ -77,5 +92,9 @@ export class InProcessDispatcher implements Dispatcher {
 
   wake(deviceId: string): void {
     wakeOwner(this.bus, deviceId);
+  }
+
+  wakeActions(deviceId: string): void {
+    wakeOwnerActions(this.bus, deviceId);
   }
 }

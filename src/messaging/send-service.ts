@@ -389,7 +389,7 @@ export class MessageService {
       if (problem) throw new AppError('VALIDATION_ERROR', `content ${problem}`, [{ field: 'content', message: problem }]);
       return recordAction(tx, id, 'edit', { content, event: 'message.edited', toNetwork: true });
     });
-    if (deviceId) this.dispatcher.wake(deviceId);
+    if (deviceId) this.dispatcher.wakeActions(deviceId);
     return this.get(accountId, id);
   }
 
@@ -418,7 +418,7 @@ export class MessageService {
           return recordAction(tx, id, 'delete', { event: 'message.deleted', toNetwork: true });
       }
     });
-    if (deviceId) this.dispatcher.wake(deviceId);
+    if (deviceId) this.dispatcher.wakeActions(deviceId);
     return this.get(accountId, id);
   }
 
@@ -433,7 +433,7 @@ export class MessageService {
       if (row.read_at) return undefined;
       return recordAction(tx, id, 'read', { toNetwork: true });
     });
-    if (deviceId) this.dispatcher.wake(deviceId);
+    if (deviceId) this.dispatcher.wakeActions(deviceId);
     return this.get(accountId, id);
   }
 }

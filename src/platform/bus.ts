@@ -12,7 +12,7 @@ import type { MessageRow } from '../messaging/message-model.js';
  * saves the listener a query; never sent through NOTIFY).
  */
 export interface BusChannels {
-  /** A device id (messages to send), 'fanout', or 'cancel:<jobId>'. */
+  /** A device id (messages to send), 'actions:<deviceId>' (edits, deletes, read receipts to send), 'fanout', or 'cancel:<jobId>'. */
   waygate_dispatch: never;
   /** Comma-separated ids of direct sends whose outcome is written; locally, their rows as written. */
   waygate_acks: MessageRow[];
