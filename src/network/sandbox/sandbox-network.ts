@@ -37,6 +37,13 @@ const groupInfo = (group: SandboxGroup): GroupInfo => ({
 });
 
 const POLL_MS = 100;
+/**
+ * Due receipts are looked for at most this often (a poll also runs on every bus notification).
+ * Each look reads the recent part of the receipt-time indexes (see SandboxWorld.markReceipts), so
+ * looking every 100 ms read each receipt about a hundred times; a receipt is handed over at most
+ * this much after its time (the time it carries is its own).
+ */
+const RECEIPT_POLL_MS = 250;
 
 /** An incoming message's kind fields, replies and reactions, as the network hands them over. */
 function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent, { type: 'incoming' }>, 'kind' | 'reaction' | 'replyTo' | 'mentions'> {
@@ -192,6 +199,8 @@ export class SandboxNetwork implements Network {
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private again = false;
+  /** When due receipts were last looked for (see RECEIPT_POLL_MS). */
+  private receiptsLookedAt = 0;
   private unsubscribe: (() => void) | undefined;
   /** Incoming messages being handed over (by seq): each session takes its own in order, beside the polls. */
   private readonly handing = new Map<number, Promise<void>>();
@@ -263,7 +272,26 @@ export class SandboxNetwork implements Network {
     if (ids.length === 0) return;
     for (const phone of await this.world.phones(ids)) await this.sessions.get(phone.device_id)?.onPhone(phone);
 
-    const receipts = await this.world.dueReceipts(ids);
+    if (Date.now() - this.receiptsLookedAt >= RECEIPT_POLL_MS) await this.handReceipts(ids);
+
+    // Handed over without waiting: storing one may take a download, which must hold up neither
+    // the receipts of this poll nor the other devices. A session takes its own in order.
+    for (const incoming of await this.world.pendingIncoming(ids, [...this.handing.keys()])) {
+      const session = this.sessions.get(incoming.deviceId);
+      if (!session) continue;
+      const handed = this.handOver(session, incoming)
+        .catch(() => undefined)
+        .finally(() => this.handing.delete(incoming.seq));
+      this.handing.set(incoming.seq, handed);
+    }
+  }
+
+  /** Hands the due receipts to their sessions; a full batch is followed by another look at the next poll. */
+  private async handReceipts(ids: string[]): Promise<void> {
+    this.receiptsLookedAt = Date.now();
+    const limit = this.world.receiptBatch;
+    const receipts = await this.world.dueReceipts(ids, limit);
+    if (receipts.length >= limit) this.receiptsLookedAt = 0;
     if (receipts.length > 0) {
       const byDevice = new Map<string, typeof receipts>();
       for (const receipt of receipts) {
@@ -281,17 +309,6 @@ export class SandboxNetwork implements Network {
         }),
       );
       await this.world.markReceipts(handed.flat());
-    }
-
-    // Handed over without waiting: storing one may take a download, which must hold up neither
-    // the receipts of this poll nor the other devices. A session takes its own in order.
-    for (const incoming of await this.world.pendingIncoming(ids, [...this.handing.keys()])) {
-      const session = this.sessions.get(incoming.deviceId);
-      if (!session) continue;
-      const handed = this.handOver(session, incoming)
-        .catch(() => undefined)
-        .finally(() => this.handing.delete(incoming.seq));
-      this.handing.set(incoming.seq, handed);
     }
   }
 

@@ -269,7 +269,12 @@ export class SandboxWorld {
    * low-water marks (sandbox_phones.delivered_mark / read_mark) bound the index range read.
    * Handing over is confirmed by markReceipts.
    */
-  async dueReceipts(deviceIds: string[], limit = workBudget(this.database).receiptBatch): Promise<DueReceipt[]> {
+  /** Receipts of each kind a device's look takes at most (dueReceipts). */
+  get receiptBatch(): number {
+    return workBudget(this.database).receiptBatch;
+  }
+
+  async dueReceipts(deviceIds: string[], limit = this.receiptBatch): Promise<DueReceipt[]> {
     if (deviceIds.length === 0) return [];
     const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
       `SELECT r.* FROM unnest($1::text[]) AS d(id)
