@@ -133,15 +133,15 @@ export interface DeviceReceipt extends Receipt {
  * lands READ and stays there, a receipt for a message still SENDING also counts it as sent, and
  * a consumer sees every step (a receipt that overtook SENT or DELIVERED also writes the step it
  * skipped, just before its own). Timestamps never go backwards either: the network's receipt
- * time may be earlier than the sentAt stamped on its acknowledgement. Returns how many changed.
+ * time may be earlier than the sentAt stamped on its acknowledgement.
  */
-export async function applyReceipts(db: Queryable, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<number> {
+export async function applyReceipts(db: Queryable, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<void> {
   const set =
     status === 'DELIVERED'
       ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
       : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
          sent_at = COALESCE(m.sent_at, o.at)`;
-  const [row] = await db.query<{ changed: number }>(
+  await db.query(
     `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
           o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
                   SELECT m.id, m.status FROM messages m
@@ -173,8 +173,7 @@ export async function applyReceipts(db: Queryable, status: 'DELIVERED' | 'READ',
                    ($4::text = 'READ')::int AS read, 0 AS failed, 0 AS incoming
               FROM u),
           days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
-     SELECT (SELECT count(*)::int FROM u) AS changed`,
+     SELECT 1`,
     [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
   );
-  return row?.changed ?? 0;
 }
