@@ -170,12 +170,21 @@ export class MessageQueue {
     await Promise.all([this.claimTogether([...first.values()]), again.length > 0 ? this.claimBatch(again) : undefined]);
   }
 
+  /**
+   * A claim that starts several SCHEDULED jobs locks them in no set order, so two claims may
+   * deadlock: the one PostgreSQL aborts changed nothing and is run again.
+   */
   private async claimTogether(batch: PendingClaim[]): Promise<void> {
-    try {
-      const claimed = await messages.claimDue(this.database, this.workerId, batch);
-      for (const claim of batch) claim.resolve(claimed.get(claim.deviceId) ?? []);
-    } catch (error) {
-      for (const claim of batch) claim.reject(error);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const claimed = await messages.claimDue(this.database, this.workerId, batch);
+        for (const claim of batch) claim.resolve(claimed.get(claim.deviceId) ?? []);
+        return;
+      } catch (error) {
+        if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? '')) continue;
+        for (const claim of batch) claim.reject(error);
+        return;
+      }
     }
   }
 
