@@ -264,16 +264,16 @@ export class SandboxWorld {
     return results;
   }
 
-  /**
-   * Receipts whose time has come and that were not handed over yet, oldest first. Each device's
-   * low-water marks (sandbox_phones.delivered_mark / read_mark) bound the index range read.
-   * Handing over is confirmed by markReceipts.
-   */
   /** Receipts of each kind a device's look takes at most (dueReceipts). */
   get receiptBatch(): number {
     return workBudget(this.database).receiptBatch;
   }
 
+  /**
+   * Receipts whose time has come and that were not handed over yet, oldest first. Each device's
+   * low-water marks (sandbox_phones.delivered_mark / read_mark) bound the index range read.
+   * Handing over is confirmed by markReceipts.
+   */
   async dueReceipts(deviceIds: string[], limit = this.receiptBatch): Promise<DueReceipt[]> {
     if (deviceIds.length === 0) return [];
     const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
