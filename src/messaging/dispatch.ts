@@ -42,10 +42,9 @@ export function wakeOwner(bus: Bus, deviceId: string): void {
 /** The payload that wakes a device's loop of actions (edits, deletes, read receipts), not its dispatch. */
 export const ACTIONS_PREFIX = 'actions:';
 
-/** Wakes the loop of actions of a device's owner, as wakeOwner does its dispatch. */
+/** Wakes the loop of actions of a device's owner: wakeOwner's path, with the actions' payload. */
 function wakeOwnerActions(bus: Bus, deviceId: string): void {
-  bus.local('waygate_dispatch', `${ACTIONS_PREFIX}${deviceId}`);
-  bus.publishSoon('waygate_dispatch', `${ACTIONS_PREFIX}${deviceId}`);
+  wakeOwner(bus, `${ACTIONS_PREFIX}${deviceId}`);
 }
 
 /** No worker in this process: every accepted send waits in the queue for its device's owner. */

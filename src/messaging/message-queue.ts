@@ -159,7 +159,11 @@ export class MessageQueue {
     return new Promise((resolve, reject) => this.claims.push({ deviceId, limit, onlyDirect, resolve, reject }));
   }
 
-  /** A device asked twice (its two dispatch loops) has its second claim in a statement of its own, run beside the first. */
+  /**
+   * A device asked twice (its two dispatch loops) has its second claim in a statement of its own,
+   * run beside the first; each statement answers its own claims (not a BatchedCall: the claims of
+   * one that succeeded must reach their loops even when the other failed).
+   */
   private async claimBatch(batch: PendingClaim[]): Promise<void> {
     const first = new Map<string, PendingClaim>();
     const again: PendingClaim[] = [];

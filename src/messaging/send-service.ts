@@ -27,7 +27,7 @@ import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
 import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput } from './message-kinds.js';
 import { deleteDecision, editContentProblem, editRefusal, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from './message-actions.js';
 import { recordAction } from './action-store.js';
-import { BatchPump } from '../platform/batch-pump.js';
+import { BatchedCall } from '../platform/batch-pump.js';
 
 
 const DIRECT_SEND_MAX = 10;
@@ -52,13 +52,6 @@ export interface SendInput extends KindInput {
 
 /** A send that passed every rule: what a job is made of (content is the caption for media), the device asked for, and the message it quotes. */
 export type ValidSend = Omit<NewJob, 'id' | 'accountId' | 'deviceId' | 'status'> & { deviceId: string | undefined; replyTo: string | null };
-
-/** A direct send's rows to read for its answer. */
-interface PendingRead {
-  ids: string[];
-  resolve(rows: MessageRow[]): void;
-  reject(error: unknown): void;
-}
 
 /** The seed's types, whose body always has `content`. */
 const SEED_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'];
@@ -181,7 +174,7 @@ export class MessageService {
    * The rows of direct sends acknowledged by a worker in another process (it sends only their
    * ids): the reads of requests answered together are one statement.
    */
-  private readonly rowReads = new BatchPump<PendingRead>((batch) => this.readRows(batch), { maxInFlight: 2, maxBatch: 1_000, sizeOf: (read) => read.ids.length });
+  private readonly rowReads = new BatchedCall((reads: string[][]) => this.readRows(reads), { maxInFlight: 2, maxBatch: 1_000, sizeOf: (ids) => ids.length });
 
   constructor(
     private readonly database: Database,
@@ -298,20 +291,17 @@ export class MessageService {
    */
   private async directResponse(ids: string[], ticket: AckTicket | undefined): Promise<SendResponse> {
     const rows: MessageRow[] =
-      ticket && ids.every((id) => ticket.rows.has(id)) ? ids.map((id) => ticket.rows.get(id)!) : await new Promise((resolve, reject) => this.rowReads.push({ ids, resolve, reject }));
+      ticket && ids.every((id) => ticket.rows.has(id)) ? ids.map((id) => ticket.rows.get(id)!) : await this.rowReads.call(ids);
     const byId = new Map(rows.map((row) => [row.id, toMessage(row)]));
     const messages = ids.map((id) => byId.get(id)!);
     const settled = messages.every((m) => isSettled(m.status));
     return { statusCode: settled ? 200 : 202, body: { success: true, message: messages[0]!, messages, async: false } };
   }
 
-  private async readRows(batch: PendingRead[]): Promise<void> {
-    try {
-      const byId = new Map((await store.getMessages(this.database, batch.flatMap((read) => read.ids))).map((row) => [row.id, row]));
-      for (const read of batch) read.resolve(read.ids.flatMap((id) => byId.get(id) ?? []));
-    } catch (error) {
-      for (const read of batch) read.reject(error);
-    }
+  /** The rows of each read's ids, in one statement. */
+  private async readRows(reads: string[][]): Promise<MessageRow[][]> {
+    const byId = new Map((await store.getMessages(this.database, reads.flat())).map((row) => [row.id, row]));
+    return reads.map((ids) => ids.flatMap((id) => byId.get(id) ?? []));
   }
 
   /** Accepts a bulk job: its recipients frozen and its quota reserved in one transaction; a worker fans it out. */

@@ -63,3 +63,38 @@ export class BatchPump<T> {
     }
   }
 }
+
+/**
+ * A call batched through a BatchPump: the calls made together go to `run` as one list of inputs,
+ * and each gets the output at its own index; if `run` fails, every call of its batch fails.
+ */
+export class BatchedCall<I, O> {
+  private readonly pump: BatchPump<{ input: I; resolve(output: O): void; reject(error: unknown): void }>;
+
+  constructor(
+    run: (inputs: I[]) => Promise<O[]>,
+    options: { maxInFlight: number; maxBatch: number; sizeOf?: (input: I) => number },
+  ) {
+    const { sizeOf } = options;
+    this.pump = new BatchPump(
+      async (batch) => {
+        try {
+          const outputs = await run(batch.map((call) => call.input));
+          batch.forEach((call, index) => call.resolve(outputs[index]!));
+        } catch (error) {
+          for (const call of batch) call.reject(error);
+        }
+      },
+      { maxInFlight: options.maxInFlight, maxBatch: options.maxBatch, sizeOf: sizeOf && ((call) => sizeOf(call.input)) },
+    );
+  }
+
+  call(input: I): Promise<O> {
+    return new Promise((resolve, reject) => this.pump.push({ input, resolve, reject }));
+  }
+
+  /** Resolves once no call is waiting or running. */
+  drain(): Promise<void> {
+    return this.pump.drain();
+  }
+}

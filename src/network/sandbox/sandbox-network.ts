@@ -4,7 +4,7 @@
  * bus notifications wake it early. Sends issued in the same tick, by any of its sessions, go to
  * the world as one batch, which is what lets the sandbox take tens of thousands of messages a second.
  */
-import { BatchPump } from '../../platform/batch-pump.js';
+import { BatchedCall } from '../../platform/batch-pump.js';
 import type { Bus } from '../../platform/bus.js';
 import { MEDIA_LIMITS, openMedia } from '../../outbound/media.js';
 import { GuardedHttp } from '../../outbound/ssrf.js';
@@ -50,13 +50,6 @@ function incomingKind(payload: SandboxPayload | null): Pick<Extract<NetworkEvent
   if (!payload) return {};
   const { reaction, replyTo, mentions, vote: _vote, edit: _edit, delete: _delete, group: _group, groupAdded: _groupAdded, ...kind } = payload;
   return { kind: Object.keys(kind).length > 0 ? kind : undefined, reaction, replyTo, mentions };
-}
-
-interface PendingSend {
-  deviceId: string;
-  message: OutgoingMessage;
-  resolve(result: SendResult): void;
-  reject(error: unknown): void;
 }
 
 class SandboxSession implements NetworkSession {
@@ -205,7 +198,7 @@ export class SandboxNetwork implements Network {
   /** Incoming messages being handed over (by seq): each session takes its own in order, beside the polls. */
   private readonly handing = new Map<number, Promise<void>>();
   /** Sends of every session, batched: one statement takes what was sent in the same turn, or while two were in flight. */
-  private readonly handovers = new BatchPump<PendingSend>((batch) => this.acceptBatch(batch), { maxInFlight: 2, maxBatch: 1_000 });
+  private readonly handovers = new BatchedCall((sends: { deviceId: string; message: OutgoingMessage }[]) => this.world.accept(sends), { maxInFlight: 2, maxBatch: 1_000 });
   /** The phone's files are fetched from their mediaUrl when Waygate downloads them, as a recipient downloads from WhatsApp's servers. */
   private readonly http: GuardedHttp;
 
@@ -234,16 +227,7 @@ export class SandboxNetwork implements Network {
 
   /** A session's send: taken by the world in the next batch. */
   takeSend(deviceId: string, message: OutgoingMessage): Promise<SendResult> {
-    return new Promise((resolve, reject) => this.handovers.push({ deviceId, message, resolve, reject }));
-  }
-
-  private async acceptBatch(batch: PendingSend[]): Promise<void> {
-    try {
-      const results = await this.world.accept(batch.map(({ deviceId, message }) => ({ deviceId, message })));
-      batch.forEach((pending, index) => pending.resolve(results[index]!));
-    } catch (error) {
-      for (const pending of batch) pending.reject(error);
-    }
+    return this.handovers.call({ deviceId, message });
   }
 
   forget(deviceId: string, session: SandboxSession): void {
