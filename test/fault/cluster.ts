@@ -72,7 +72,11 @@ export async function createCluster(baseUrl: string, prefix: string, defaults: R
       };
       let starting: string | undefined = '';
       const origin = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output.join('')}`)), 60_000);
+        // One that does not start is killed: it must not outlive the test (or burn the machine's CPU under the next benchmark).
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`${name} did not start:\n${output.join('')}`));
+        }, 60_000);
         child.stdout!.on('data', (chunk: Buffer) => {
           keep(chunk);
           if (starting === undefined) return;
