@@ -13,7 +13,7 @@ import type { MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
 import type { ChatActivity } from '../conversations/chat-activity.js';
-import { applyReceipts, failWaiting, writeOutcomes, type DeviceReceipt, type Failure, type Retry } from './outcomes.js';
+import { applyReceipts, failWaiting, writeOutcomes, type DeviceReceipt, type Failure, type Retry, type Sent } from './outcomes.js';
 import * as actions from './action-store.js';
 import type { ClaimedAction, RemoteChange } from './action-store.js';
 import type { SendResult } from '../network/network.js';
@@ -23,6 +23,8 @@ export type { ClaimedMessage } from './message-store.js';
 export interface Outcome {
   message: ClaimedMessage;
   result: { ok: true } | { ok: false; permanent: boolean; code: string; message: string };
+  /** When the network answered (a sent message's sentAt). */
+  at: Date;
 }
 
 export interface FinalizeSummary {
@@ -42,10 +44,10 @@ export function retryDelayMs(attempt: number): number {
 }
 
 /** Sorts the network's answers: sent, failed for good (permanent, or out of attempts), or to retry later. */
-export function sortOutcomes(outcomes: Outcome[], maxAttempts: number, now = Date.now()): { sent: string[]; failed: Failure[]; retry: Retry[] } {
-  const sorted = { sent: [] as string[], failed: [] as Failure[], retry: [] as Retry[] };
-  for (const { message, result } of outcomes) {
-    if (result.ok) sorted.sent.push(message.id);
+export function sortOutcomes(outcomes: Outcome[], maxAttempts: number, now = Date.now()): { sent: Sent[]; failed: Failure[]; retry: Retry[] } {
+  const sorted = { sent: [] as Sent[], failed: [] as Failure[], retry: [] as Retry[] };
+  for (const { message, result, at } of outcomes) {
+    if (result.ok) sorted.sent.push({ id: message.id, at });
     else if (result.permanent || message.attempts >= maxAttempts) {
       const text = result.permanent ? result.message : `${result.message} (gave up after ${message.attempts} attempts)`;
       sorted.failed.push({ id: message.id, code: result.code, message: text });
@@ -58,7 +60,7 @@ export function sortOutcomes(outcomes: Outcome[], maxAttempts: number, now = Dat
 
 /** One device's outcomes waiting for the next batched write. */
 interface OutcomeWrite {
-  sent: string[];
+  sent: Sent[];
   failed: Failure[];
   retry: Retry[];
   /** With the rows of its direct sends that ended, as written. */
@@ -142,7 +144,7 @@ export class MessageQueue {
     this.onEvents();
     const byId = new Map(rows.map((row) => [row.id, row]));
     for (const write of batch) {
-      const own = [...write.sent, ...write.failed.map((f) => f.id)].map((id) => byId.get(id)).filter((row): row is MessageRow => row !== undefined);
+      const own = [...write.sent, ...write.failed].map((o) => byId.get(o.id)).filter((row): row is MessageRow => row !== undefined);
       write.resolve(own);
     }
   }
@@ -238,7 +240,7 @@ export class MessageQueue {
     if (failed.length > 0) messageTransitions.inc({ status: 'FAILED' }, failed.length);
     for (const failure of failed) messageFailures.inc({ code: failure.code });
     if (retry.length > 0) messageTransitions.inc({ status: 'RETRY' }, retry.length);
-    const ended = new Set([...sent, ...failed.map((f) => f.id)]);
+    const ended = new Set([...sent, ...failed].map((o) => o.id));
     this.chats?.outgoing(
       outcomes.filter((o) => ended.has(o.message.id)).map(({ message: m }) => ({ accountId: m.accountId, deviceId, chatId: m.to, messageId: m.id })),
     );

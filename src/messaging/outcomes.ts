@@ -15,6 +15,12 @@ import { RECEIPT_FROM, sqlList, statusesBefore } from './message-states.js';
 import { REFUND_SQL } from './quota-store.js';
 import { COUNT_FAILURES_SQL, COUNT_INTO_DAYS_SQL } from './message-days.js';
 
+/** A message the network took, and when it answered. */
+export interface Sent {
+  id: string;
+  at: Date;
+}
+
 export interface Failure {
   id: string;
   code: string;
@@ -62,8 +68,11 @@ const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
 const CLAIMED = (m: string, ids: string): string => `${m}.id = ANY(${ids}) AND ${m}.status = 'SENDING' AND ${m}.claimed_by = $2`;
 
 /**
- * The network's answers for messages claimed by a worker, in one statement: SENT ($1), FAILED
- * ($3-$5), QUEUED again for a retry ($6-$9). Returns the rows of the direct sends (priority 0)
+ * The network's answers for messages claimed by a worker, in one statement: SENT ($1, at $10),
+ * FAILED ($3-$5), QUEUED again for a retry ($6-$9). A message's sentAt is when the network
+ * answered (this host's clock, as are the receipts' times), not when this statement runs, which
+ * may wait behind the account's other writes; never before its createdAt (the database's clock).
+ * Returns the rows of the direct sends (priority 0)
  * that ended, as written, for their waiting requests. Key lookups and inserts only, so it is
  * planned once per connection (planning cost more than running it for small batches).
  */
@@ -71,8 +80,9 @@ const OUTCOMES: Omit<PreparedStatement, 'values'> = {
   name: 'messages_outcomes',
   genericPlan: true,
   text: `WITH sent AS (
-     UPDATE messages m SET status = 'SENT', sent_at = now(), claimed_by = NULL, error_code = NULL, error_message = NULL
-      WHERE ${CLAIMED('m', '$1::text[]')}
+     UPDATE messages m SET status = 'SENT', sent_at = GREATEST(s.at, m.created_at), claimed_by = NULL, error_code = NULL, error_message = NULL
+       FROM unnest($1::text[], $10::timestamptz[]) AS s(id, at)
+      WHERE ${CLAIMED('m', '$1::text[]')} AND m.id = s.id
       RETURNING ${RETURNED('m')}),
    failed AS (
      UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
@@ -91,11 +101,11 @@ const OUTCOMES: Omit<PreparedStatement, 'values'> = {
 };
 
 /** Writes the network's answers for messages claimed by `workerId`; returns the direct sends' rows as written. */
-export async function writeOutcomes(db: Database, workerId: string, sent: string[], failed: Failure[], retry: Retry[]): Promise<MessageRow[]> {
+export async function writeOutcomes(db: Database, workerId: string, sent: Sent[], failed: Failure[], retry: Retry[]): Promise<MessageRow[]> {
   return db.queryPrepared<MessageRow>({
     ...OUTCOMES,
     values: [
-      sent,
+      sent.map((s) => s.id),
       workerId,
       failed.map((f) => f.id),
       failed.map((f) => f.code),
@@ -104,6 +114,7 @@ export async function writeOutcomes(db: Database, workerId: string, sent: string
       retry.map((r) => r.dueAt),
       retry.map((r) => r.code),
       retry.map((r) => r.message),
+      sent.map((s) => s.at),
     ],
   });
 }
