@@ -482,7 +482,7 @@ export class DeviceRunner {
         const key = `${message.type} ${message.mediaUrl}`;
         if (!media.has(key)) media.set(key, fetchMedia(this.options.http, message.mediaUrl, message.type));
         const fetched = await media.get(key)!;
-        if (!fetched.ok) return { message, result: fetched, at: new Date() };
+        if (!fetched.ok) return { message, result: fetched };
         attachment = fetched.media;
       }
       if (message.jobId && this.options.jobCancelled(message.jobId)) {
@@ -491,15 +491,16 @@ export class DeviceRunner {
       }
       const outgoing = outgoingMessage(message, attachment);
       if (!outgoing) {
-        return { message, result: { ok: false, permanent: true, code: 'REFERENCE_MISSING', message: 'The message reacted to is no longer stored' }, at: new Date() };
+        return { message, result: { ok: false, permanent: true, code: 'REFERENCE_MISSING', message: 'The message reacted to is no longer stored' } };
       }
       const handedAt = performance.now();
       this.lastHandedAt = Date.now();
       const result = await session.send(outgoing);
-      if (result.ok) sendAckSeconds.observe((performance.now() - handedAt) / 1000);
-      return { message, result, at: new Date() };
+      if (!result.ok) return { message, result };
+      sendAckSeconds.observe((performance.now() - handedAt) / 1000);
+      return { message, result: { ok: true, at: new Date() } };
     } catch (error) {
-      return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message }, at: new Date() };
+      return { message, result: { ok: false, permanent: false, code: 'NETWORK_ERROR', message: (error as Error).message } };
     }
   }
 }

@@ -22,9 +22,8 @@ export type { ClaimedMessage } from './message-store.js';
 
 export interface Outcome {
   message: ClaimedMessage;
-  result: { ok: true } | { ok: false; permanent: boolean; code: string; message: string };
-  /** When the network answered (a sent message's sentAt). */
-  at: Date;
+  /** `at`: when the network took the message (its sentAt). */
+  result: { ok: true; at: Date } | { ok: false; permanent: boolean; code: string; message: string };
 }
 
 export interface FinalizeSummary {
@@ -46,8 +45,8 @@ export function retryDelayMs(attempt: number): number {
 /** Sorts the network's answers: sent, failed for good (permanent, or out of attempts), or to retry later. */
 export function sortOutcomes(outcomes: Outcome[], maxAttempts: number, now = Date.now()): { sent: Sent[]; failed: Failure[]; retry: Retry[] } {
   const sorted = { sent: [] as Sent[], failed: [] as Failure[], retry: [] as Retry[] };
-  for (const { message, result, at } of outcomes) {
-    if (result.ok) sorted.sent.push({ id: message.id, at });
+  for (const { message, result } of outcomes) {
+    if (result.ok) sorted.sent.push({ id: message.id, at: result.at });
     else if (result.permanent || message.attempts >= maxAttempts) {
       const text = result.permanent ? result.message : `${result.message} (gave up after ${message.attempts} attempts)`;
       sorted.failed.push({ id: message.id, code: result.code, message: text });

@@ -64,8 +64,12 @@ const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
   days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')}),
   day_failures AS (${COUNT_FAILURES_SQL('failed', 'ev_bump')})`;
 
-/** SQL: messages `m` matched by `match`, claimed by worker $2 and still SENDING. */
-const CLAIMED = (m: string, match: string): string => `${match} AND ${m}.status = 'SENDING' AND ${m}.claimed_by = $2`;
+/**
+ * SQL: messages `m` named by the rows of `source` (an unnest with an id column), claimed by
+ * worker $2 and still SENDING. Driven by the source, one key lookup each: matching every row
+ * against the whole array instead made a generic plan that joined the two quadratically.
+ */
+const CLAIMED = (m: string, source: string): string => `${m}.id = ${source}.id AND ${m}.status = 'SENDING' AND ${m}.claimed_by = $2`;
 
 /**
  * The network's answers for messages claimed by a worker, in one statement: SENT ($1, at $10),
@@ -82,17 +86,17 @@ const OUTCOMES: Omit<PreparedStatement, 'values'> = {
   text: `WITH sent AS (
      UPDATE messages m SET status = 'SENT', sent_at = GREATEST(s.at, m.created_at), claimed_by = NULL, error_code = NULL, error_message = NULL
        FROM unnest($1::text[], $10::timestamptz[]) AS s(id, at)
-      WHERE ${CLAIMED('m', 'm.id = s.id')}
+      WHERE ${CLAIMED('m', 's')}
       RETURNING ${RETURNED('m')}),
    failed AS (
      UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
        FROM unnest($3::text[], $4::text[], $5::text[]) AS f(id, code, message)
-      WHERE ${CLAIMED('m', 'm.id = ANY($3::text[]) AND m.id = f.id')}
+      WHERE ${CLAIMED('m', 'f')}
       RETURNING ${RETURNED('m')}),
    retried AS (
      UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
        FROM unnest($6::text[], $7::timestamptz[], $8::text[], $9::text[]) AS r(id, due_at, code, message)
-      WHERE ${CLAIMED('m', 'm.id = ANY($6::text[]) AND m.id = r.id')}
+      WHERE ${CLAIMED('m', 'r')}
       RETURNING 1),
    ${COUNT_REFUND_AND_EVENTS(['retried'])}
    SELECT (message).* FROM sent WHERE priority = 0
