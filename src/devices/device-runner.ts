@@ -16,6 +16,7 @@ import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
 import type { IncomingMediaReceiver, ReceivedMedia } from '../media/incoming-media.js';
 import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
+import { PRIORITY } from '../messaging/message-model.js';
 import { advance } from './device-states.js';
 import type { DeviceStore } from './device-store.js';
 import type { ConversationWorker } from '../conversations/conversation-worker.js';
@@ -366,7 +367,7 @@ export class DeviceRunner {
     const claimed = await queue.claim(this.deviceId, 1, false);
     if (claimed.length === 0) return undefined;
     await this.sendPaced(claimed);
-    const bulkCount = claimed.filter((m) => m.priority > 0).length;
+    const bulkCount = claimed.filter((m) => m.priority === PRIORITY.bulk).length;
     if (bulkCount === 0) {
       this.directsWaiting = true;
       return 0;

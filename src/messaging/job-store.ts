@@ -7,7 +7,7 @@ import type { Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
 import { appendEventsSql } from '../events/event-store.js';
 import type { MessageType } from '../network/network.js';
-import { BULK_JOB_COLUMNS, NETWORK_MESSAGE_ID_SQL, type BulkJobRow, type KindPayload } from './message-model.js';
+import { BULK_JOB_COLUMNS, NETWORK_MESSAGE_ID_SQL, PRIORITY, type BulkJobRow, type KindPayload } from './message-model.js';
 import { OPEN_JOB_STATUSES, jobIsDoneSql, sqlList, type JobStatus } from './message-states.js';
 
 type Counter = 'sent_count' | 'failed_count' | 'cancelled_count' | 'delivered_count' | 'read_count';
@@ -174,7 +174,7 @@ export async function insertChunkMessages(tx: Queryable, jobId: string, start: n
        INSERT INTO messages (id, account_id, device_id, job_id, direction, peer, type, content, media_url, payload, mentions, status, priority,
                              due_at, network_message_id, quota_period_start, scheduled_at)
        SELECT c.msg_id, c.account_id, c.device_id, c.id, 'out', c.phone, c.type, c.content, c.media_url, c.payload, c.mentions,
-              CASE WHEN c.scheduled_at > now() THEN 'SCHEDULED' ELSE 'QUEUED' END, 1,
+              CASE WHEN c.scheduled_at > now() THEN 'SCHEDULED' ELSE 'QUEUED' END, ${PRIORITY.bulk},
               COALESCE(c.scheduled_at, now()), ${NETWORK_MESSAGE_ID_SQL('c.msg_id')}, c.quota_period_start, c.scheduled_at
          FROM chunk c
        RETURNING 1)

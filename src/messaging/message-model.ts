@@ -24,6 +24,12 @@ export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string =>
   `'3EB0' || upper(substr(encode(sha256(convert_to(${idExpression}, 'UTF8')), 'hex'), 1, 18))`;
 
 /**
+ * The queue's two levels, lower first: a device's claim takes every due direct send (a request
+ * waits for it) before any bulk message (the queue index is ordered by priority, then due_at).
+ */
+export const PRIORITY = { direct: 0, bulk: 1 } as const;
+
+/**
  * What a message's kind carries beyond type, content and media, as stored (messages.payload,
  * bulk_jobs.payload): the network's kind fields, and a REACTION's target by message id.
  */

@@ -9,7 +9,7 @@ import type { Receipt } from '../network/network.js';
 import { messageFailures, messageTransitions } from '../platform/metrics.js';
 import { workBudget } from '../platform/work-budget.js';
 import { BatchPump } from '../platform/batch-pump.js';
-import type { MessageRow } from './message-model.js';
+import { PRIORITY, type MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
 import type { ChatActivity } from '../conversations/chat-activity.js';
@@ -247,7 +247,7 @@ export class MessageQueue {
       sent: sent.length,
       failed: failed.length,
       retried: retry.length,
-      directIds: outcomes.filter((o) => o.message.priority === 0 && ended.has(o.message.id)).map((o) => o.message.id),
+      directIds: outcomes.filter((o) => o.message.priority === PRIORITY.direct && ended.has(o.message.id)).map((o) => o.message.id),
       directRows,
     };
   }

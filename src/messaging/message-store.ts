@@ -12,7 +12,7 @@ import type { KindFields, MessageRef, MessageType } from '../network/network.js'
 import type { MessageMedia } from './message-record.js';
 import { PUBLISH_MEDIA_SQL } from '../media/media-store.js';
 import { appendEventsSql } from '../events/event-store.js';
-import type { KindPayload, MessageRow, MessageStatus } from './message-model.js';
+import { PRIORITY, type KindPayload, type MessageRow, type MessageStatus } from './message-model.js';
 import { chatOfReferenced, type Referenced } from './message-kinds.js';
 import { CANCELLABLE_STATUSES, UNSETTLED_STATUSES, sqlList } from './message-states.js';
 import { START_JOBS_SQL } from './job-store.js';
@@ -115,7 +115,7 @@ export async function claimDue(db: Pick<Database, 'queryPrepared'>, workerId: st
     id: string; device_id: string; account_id: string; job_id: string | null; peer: string; type: MessageType; content: string; media_url: string | null;
     payload: KindPayload | null; mentions: string[] | null; network_message_id: string; attempts: number; priority: number;
     referenced: Referenced | null;
-  }>({ ...CLAIM, values: [requests.map((r) => r.deviceId), requests.map((r) => r.limit), workerId, requests.map((r) => (r.onlyDirect ? 0 : 1))] });
+  }>({ ...CLAIM, values: [requests.map((r) => r.deviceId), requests.map((r) => r.limit), workerId, requests.map((r) => (r.onlyDirect ? PRIORITY.direct : PRIORITY.bulk))] });
   const byDevice = new Map<string, ClaimedMessage[]>();
   for (const r of rows) {
     const claimed: ClaimedMessage = {
@@ -149,7 +149,7 @@ export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promis
   if (deviceIds.length === 0) return [];
   const rows = await db.query<{ id: string }>(
     `SELECT d.id FROM unnest($1::text[]) AS d(id)
-      WHERE EXISTS (SELECT 1 FROM (VALUES (0::smallint), (1::smallint)) AS p(priority)
+      WHERE EXISTS (SELECT 1 FROM (VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)
                      WHERE EXISTS (SELECT 1 FROM messages m WHERE m.device_id = d.id AND m.priority = p.priority AND m.due_at <= now()))`,
     [deviceIds],
   );
@@ -423,7 +423,7 @@ export const INSERT_DIRECT_SQL = (source: string, workerId: string): string => `
   INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, payload, reply_to, mentions, status, priority, due_at,
                         network_message_id, quota_period_start, scheduled_at, queued_at, claimed_by, attempts)
   SELECT s.id, s.account_id, s.device_id, 'out', s.peer, s.type, s.content, s.media_url, s.payload, s.reply_to, s.mentions,
-         CASE WHEN s.local THEN 'SENDING' ELSE s.status END, 0,
+         CASE WHEN s.local THEN 'SENDING' ELSE s.status END, ${PRIORITY.direct},
          CASE WHEN s.local THEN NULL ELSE s.due_at END, s.nid, s.period_start, s.scheduled_at, CASE WHEN s.status = 'QUEUED' THEN now() END,
          CASE WHEN s.local THEN ${workerId} END, CASE WHEN s.local THEN 1 ELSE 0 END
     FROM ${source} s

@@ -9,7 +9,7 @@
 import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
 import { appendEventsSql } from '../events/event-store.js';
-import type { MessageRow } from './message-model.js';
+import { PRIORITY, type MessageRow } from './message-model.js';
 import { COUNT_INTO_JOBS_SQL } from './job-store.js';
 import { RECEIPT_FROM, sqlList, statusesBefore } from './message-states.js';
 import { REFUND_SQL } from './quota-store.js';
@@ -99,9 +99,9 @@ const OUTCOMES: Omit<PreparedStatement, 'values'> = {
       WHERE ${CLAIMED('m', 'r')}
       RETURNING 1),
    ${COUNT_REFUND_AND_EVENTS(['retried'])}
-   SELECT (message).* FROM sent WHERE priority = 0
+   SELECT (message).* FROM sent WHERE priority = ${PRIORITY.direct}
    UNION ALL
-   SELECT (message).* FROM failed WHERE priority = 0`,
+   SELECT (message).* FROM failed WHERE priority = ${PRIORITY.direct}`,
 };
 
 /** Writes the network's answers for messages claimed by `workerId`; returns the direct sends' rows as written. */

@@ -12,7 +12,7 @@ import { messageTransitions } from '../platform/metrics.js';
 import { isMediaType, type MessageRef, type MessageType } from '../network/network.js';
 import type { AckTicket, AckWaiter } from './ack-waiter.js';
 import type { Lister, Listing, ListingRequest } from '../platform/listing.js';
-import { MESSAGE_TYPES, networkMessageIdFor, toBulkJob, toMessage, type Message, type MessageRow } from './message-model.js';
+import { MESSAGE_TYPES, PRIORITY, networkMessageIdFor, toBulkJob, toMessage, type Message, type MessageRow } from './message-model.js';
 import { appendEvents } from '../events/event-store.js';
 import { normalizePhone } from '../platform/phone.js';
 import { isGroupChatId } from '../conversations/chat-ids.js';
@@ -275,7 +275,7 @@ export class MessageService {
         reference: valid.reference,
         networkMessageId: networkMessageIdFor(id),
         attempts: 1,
-        priority: 0,
+        priority: PRIORITY.direct,
       })),
     );
   }
