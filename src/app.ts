@@ -73,12 +73,14 @@ export interface Services {
 export interface ServiceOptions {
   /** The worker in this process (role all), once it runs: direct sends are handed to it at once (see dispatch.ts). */
   directHost?: () => DirectSendHost | undefined;
+  /** false for `--role worker`: no request waits here for a send's acknowledgement (default true). */
+  servesApi?: boolean;
 }
 
 export function createServices(database: Database, config: Config, options: ServiceOptions = {}): Services {
   const bus = createBus(database);
   const dispatcher = options.directHost ? new InProcessDispatcher(bus, options.directHost) : new NotifyDispatcher(bus);
-  const acks = new AckWaiter(bus);
+  const acks = new AckWaiter(bus, options.servesApi !== false);
   // Checks the URLs of webhook endpoints when they are stored (the delivery worker has its own client).
   const http = new GuardedHttp(config.allowPrivateUrls);
   const lister = new Lister(database, config.listingCountCap);

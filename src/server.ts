@@ -52,7 +52,7 @@ export async function startServer(config: Config, role: Role, usage = ''): Promi
   let workerDatabase: Database | undefined;
   let control: { close(): Promise<void> } | undefined;
   // One process serving both roles: direct sends skip the queue round trip (see dispatch.ts).
-  const services = createServices(database, config, role === 'all' ? { directHost: () => worker?.supervisor } : {});
+  const services = createServices(database, config, { servesApi: role !== 'worker', ...(role === 'all' ? { directHost: () => worker?.supervisor } : {}) });
   try {
     await runMigrations(database, log);
     app = await buildApp({ config, database, services, apiRoutes: role !== 'worker', logger: log });

@@ -19,9 +19,11 @@ export interface AckTicket {
 
 export class AckWaiter {
   private readonly tickets = new Map<string, Set<(id: string, row?: MessageRow) => void>>();
-  private readonly unsubscribe: () => void;
+  private readonly unsubscribe: () => void = () => undefined;
 
-  constructor(bus: Bus) {
+  /** `listen` false: a process that serves no API (a worker) takes no tickets, and does not wake for every acknowledgement. */
+  constructor(bus: Bus, listen = true) {
+    if (!listen) return;
     this.unsubscribe = bus.subscribe('waygate_acks', (payload, detail) => {
       const rows = new Map((detail ?? []).map((row) => [row.id, row]));
       for (const id of payload.split(',')) for (const ack of this.tickets.get(id) ?? []) ack(id, rows.get(id));
