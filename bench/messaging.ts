@@ -21,6 +21,7 @@ import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
+import { perRequest, totalPerRequest } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
@@ -146,7 +147,10 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const deviceId = await linkDevice(origin, token);
     console.log(`Device ${deviceId} connected. Direct sends, ${DIRECT_CONNECTIONS} connections, ${options.durationSeconds} s each …`);
     const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
-    const common = { path: '/messages/send', body, connections: DIRECT_CONNECTIONS, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds };
+    const common = {
+      path: '/messages/send', body, connections: DIRECT_CONNECTIONS, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds,
+      cpu: { server: [servers.pid] },
+    };
     const bare: PostLoadResult = await runPostLoad({ ...common, title: 'bare INSERT', origin: servers.info.bare!.replace('localhost', '127.0.0.1'), headers: {} });
     const waygate: PostLoadResult = await runPostLoad({ ...common, title: 'waygate direct send', origin, headers: { 'x-api-key': token } });
     results.direct = { bare, waygate };
@@ -160,6 +164,13 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       pass: ratio >= TARGET_DIRECT_RATIO && waygate.non2xx === 0 && waygate.errors === 0,
     });
     checks.push({ metric: 'direct send latency p50 / p99', measured: `${waygate.latencyMs.p50} / ${waygate.latencyMs.p99} ms`, target: '', pass: undefined });
+    // What a request costs each process: steadier than the rates on a shared machine.
+    checks.push({ metric: 'CPU per bare request', measured: perRequest(bare.cpuMs, bare.responses), target: '', pass: undefined });
+    checks.push({ metric: 'CPU per direct send', measured: perRequest(waygate.cpuMs, waygate.responses), target: '', pass: undefined });
+    const [bareCpu, directCpu] = [totalPerRequest(bare.cpuMs, bare.responses), totalPerRequest(waygate.cpuMs, waygate.responses)];
+    if (bareCpu !== undefined && directCpu !== undefined) {
+      checks.push({ metric: 'CPU per bare request / per direct send', measured: `${((bareCpu / directCpu) * 100).toFixed(1)}%`, target: '', pass: undefined });
+    }
     if (waygate.non2xx > 0) console.log('Direct send status codes:', waygate.statusCodes);
 
     // (b) 1,000 messages scheduled for the same second.

@@ -28,6 +28,7 @@ import { createCluster, until, type Cluster, type Proc } from '../test/fault/clu
 import { fileURLToPath } from 'node:url';
 import { percentile } from './lib/load.js';
 import { runPostLoad } from './lib/post-load.js';
+import { perRequest, totalPerRequest } from './lib/cpu-meter.js';
 import { startServerProcess } from './lib/server-process.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
@@ -113,10 +114,15 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     try {
       const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
       const common = { path: '/messages/send', body, connections: 25, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds };
-      const bare = await runPostLoad({ ...common, connections: 50, title: 'bare INSERT', origin: bareServer.info.bare.replace('localhost', '127.0.0.1'), headers: {} });
+      const bare = await runPostLoad({
+        ...common, connections: 50, title: 'bare INSERT', origin: bareServer.info.bare.replace('localhost', '127.0.0.1'), headers: {},
+        cpu: { 'bare route': [bareServer.pid] },
+      });
       const headers = { 'x-api-key': cluster.token };
+      // Both loads run over the same window: the CPU of every process is measured once, by the first.
+      const measured = { api: [api.child.pid!, api2!.child.pid!], workers: workers.map((w) => w.child.pid!) };
       const [one, two] = await Promise.all([
-        runPostLoad({ ...common, title: 'direct send via api-1', origin: api.origin.replace('localhost', '127.0.0.1'), headers }),
+        runPostLoad({ ...common, title: 'direct send via api-1', origin: api.origin.replace('localhost', '127.0.0.1'), headers, cpu: measured }),
         runPostLoad({ ...common, title: 'direct send via api-2', origin: api2!.origin.replace('localhost', '127.0.0.1'), headers }),
       ]);
       const direct = one.requestsPerSecond + two.requestsPerSecond;
@@ -124,6 +130,12 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       results.clusterDirect = { bare, one, two };
       checks.push({ metric: 'bare route: INSERT one row, 50 connections (req/s)', measured: bare.requestsPerSecond.toFixed(0), target: '', pass: undefined });
       checks.push({ metric: 'direct sends, 2 api + 2 workers, 2 × 25 connections (req/s)', measured: `${direct.toFixed(0)} (p99 ${Math.max(one.latencyMs.p99, two.latencyMs.p99)} ms)`, target: '', pass: undefined });
+      checks.push({ metric: 'CPU per bare request', measured: perRequest(bare.cpuMs, bare.responses), target: '', pass: undefined });
+      checks.push({ metric: 'CPU per cluster direct send', measured: perRequest(one.cpuMs, one.responses + two.responses), target: '', pass: undefined });
+      const [bareCpu, directCpu] = [totalPerRequest(bare.cpuMs, bare.responses), totalPerRequest(one.cpuMs, one.responses + two.responses)];
+      if (bareCpu !== undefined && directCpu !== undefined) {
+        checks.push({ metric: 'CPU per bare request / per cluster direct send', measured: `${((bareCpu / directCpu) * 100).toFixed(1)}%`, target: '', pass: undefined });
+      }
       checks.push({
         metric: 'cluster direct send throughput / bare',
         measured: `${(ratio * 100).toFixed(1)}%`,

@@ -5,6 +5,7 @@
  */
 import autocannon from 'autocannon';
 import { assertLoopback, percentile } from './load.js';
+import { startCpuMeter, type ProcessGroups } from './cpu-meter.js';
 
 export interface PostLoadOptions {
   title: string;
@@ -15,6 +16,8 @@ export interface PostLoadOptions {
   connections: number;
   durationSeconds: number;
   warmupSeconds: number;
+  /** Processes whose CPU time over the measured window (not the warm-up) goes in `cpuMs`, beside PostgreSQL's and the load generator's. */
+  cpu?: ProcessGroups;
 }
 
 export interface PostLoadResult {
@@ -25,6 +28,8 @@ export interface PostLoadResult {
   non2xx: number;
   errors: number;
   statusCodes: Record<string, number>;
+  /** CPU milliseconds by process group over the measured window (when asked for and /proc is there). */
+  cpuMs?: Record<string, number>;
 }
 
 const round = (value: number): number => Math.round(value * 100) / 100;
@@ -65,5 +70,8 @@ async function fire(options: PostLoadOptions, durationSeconds: number): Promise<
 export async function runPostLoad(options: PostLoadOptions): Promise<PostLoadResult> {
   assertLoopback(options.origin);
   if (options.warmupSeconds > 0) await fire(options, options.warmupSeconds);
-  return fire(options, options.durationSeconds);
+  const meter = options.cpu && startCpuMeter(options.cpu);
+  const result = await fire(options, options.durationSeconds);
+  const cpuMs = meter?.stop();
+  return cpuMs ? { ...result, cpuMs } : result;
 }
