@@ -12,7 +12,7 @@ interface Line {
 }
 
 /** An app logging at `level` into an array of parsed lines. */
-async function appLoggingAt(level: 'info' | 'debug'): Promise<{ ctx: TestContext; lines: Line[] }> {
+async function appLoggingAt(level: 'warn' | 'info' | 'debug'): Promise<{ ctx: TestContext; lines: Line[] }> {
   const lines: Line[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -52,5 +52,12 @@ describe('access log', () => {
     const own = lines.filter((line) => line.reqId === response.headers['x-request-id']);
     expect(own.map((line) => line.msg)).toEqual(['incoming request', 'request completed']);
     expect(own[0]).toMatchObject({ level: 20, req: { method: 'GET', url: '/healthz' } });
+  });
+
+  it('writes none at warn', async () => {
+    const { ctx, lines } = await appLoggingAt('warn');
+    contexts.push(ctx);
+    expect((await ctx.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect(lines.filter((line) => line.req)).toEqual([]);
   });
 });
