@@ -37,7 +37,7 @@ import { installRateLimit } from './http/rate-limit.js';
 import { docsCsp, installSecurityHeaders, securityHeaders } from './http/security-headers.js';
 import { installMetrics } from './platform/metrics.js';
 import { createLogger } from './platform/logger.js';
-import { installAccessLog } from './http/access-log.js';
+import { AccessLog } from './http/access-log.js';
 import { openApiOptions } from './http/openapi.js';
 import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -136,8 +136,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     bodyLimit: config.bodyLimitBytes,
     genReqId: newRequestId,
     requestIdHeader: false,
-    // One line a request instead of Fastify's two (installAccessLog).
-    disableRequestLogging: true,
+    // One line a request instead of Fastify's two.
+    logController: new AccessLog(),
     // Only the configured proxies may name the client's address and protocol (TRUST_PROXY).
     trustProxy: config.trustProxy,
     // Headers and body must arrive within requestTimeout; Node checks every connection on an
@@ -167,7 +167,6 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.decorateRequest('auth', null);
   app.decorateRequest('authError', null);
   installSecurityHeaders(app, decorate);
-  installAccessLog(app);
   installErrorHandler(app);
   const registry = installMetrics(app, database);
 
