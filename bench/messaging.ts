@@ -21,7 +21,7 @@ import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
-import { perRequest, totalPerRequest } from './lib/cpu-meter.js';
+import { cpuChecks } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
@@ -165,12 +165,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     });
     checks.push({ metric: 'direct send latency p50 / p99', measured: `${waygate.latencyMs.p50} / ${waygate.latencyMs.p99} ms`, target: '', pass: undefined });
     // What a request costs each process: steadier than the rates on a shared machine.
-    checks.push({ metric: 'CPU per bare request', measured: perRequest(bare.cpuMs, bare.responses), target: '', pass: undefined });
-    checks.push({ metric: 'CPU per direct send', measured: perRequest(waygate.cpuMs, waygate.responses), target: '', pass: undefined });
-    const [bareCpu, directCpu] = [totalPerRequest(bare.cpuMs, bare.responses), totalPerRequest(waygate.cpuMs, waygate.responses)];
-    if (bareCpu !== undefined && directCpu !== undefined) {
-      checks.push({ metric: 'CPU per bare request / per direct send', measured: `${((bareCpu / directCpu) * 100).toFixed(1)}%`, target: '', pass: undefined });
-    }
+    checks.push(...cpuChecks({ cpuMs: bare.cpuMs, requests: bare.responses }, { cpuMs: waygate.cpuMs, requests: waygate.responses }, 'direct send'));
     if (waygate.non2xx > 0) console.log('Direct send status codes:', waygate.statusCodes);
 
     // (b) 1,000 messages scheduled for the same second.

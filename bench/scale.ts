@@ -29,7 +29,7 @@ import { createCluster, until, type Cluster, type Proc } from '../test/fault/clu
 import { fileURLToPath } from 'node:url';
 import { percentile } from './lib/load.js';
 import { runPostLoad } from './lib/post-load.js';
-import { perRequest, totalPerRequest } from './lib/cpu-meter.js';
+import { cpuChecks } from './lib/cpu-meter.js';
 import { startServerProcess } from './lib/server-process.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
@@ -131,12 +131,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       results.clusterDirect = { bare, one, two };
       checks.push({ metric: 'bare route: INSERT one row, 50 connections (req/s)', measured: bare.requestsPerSecond.toFixed(0), target: '', pass: undefined });
       checks.push({ metric: 'direct sends, 2 api + 2 workers, 2 × 25 connections (req/s)', measured: `${direct.toFixed(0)} (p99 ${Math.max(one.latencyMs.p99, two.latencyMs.p99)} ms)`, target: '', pass: undefined });
-      checks.push({ metric: 'CPU per bare request', measured: perRequest(bare.cpuMs, bare.responses), target: '', pass: undefined });
-      checks.push({ metric: 'CPU per cluster direct send', measured: perRequest(one.cpuMs, one.responses + two.responses), target: '', pass: undefined });
-      const [bareCpu, directCpu] = [totalPerRequest(bare.cpuMs, bare.responses), totalPerRequest(one.cpuMs, one.responses + two.responses)];
-      if (bareCpu !== undefined && directCpu !== undefined) {
-        checks.push({ metric: 'CPU per bare request / per cluster direct send', measured: `${((bareCpu / directCpu) * 100).toFixed(1)}%`, target: '', pass: undefined });
-      }
+      checks.push(...cpuChecks({ cpuMs: bare.cpuMs, requests: bare.responses }, { cpuMs: one.cpuMs, requests: one.responses + two.responses }, 'cluster direct send'));
       checks.push({
         metric: 'cluster direct send throughput / bare',
         measured: `${(ratio * 100).toFixed(1)}%`,

@@ -7,6 +7,7 @@
  * is this process (autocannon).
  */
 import fs from 'node:fs';
+import type { Check } from './report.js';
 
 /** USER_HZ, the unit of /proc's CPU times: 100 on Linux. */
 const TICKS_PER_SECOND = 100;
@@ -74,16 +75,35 @@ export function startCpuMeter(groups: ProcessGroups): CpuMeter | undefined {
   };
 }
 
+/** CPU milliseconds by group over a window, and the requests answered in it. */
+export interface Measured {
+  cpuMs?: Record<string, number> | undefined;
+  requests: number;
+}
+
 /** "server 0.21, PostgreSQL 0.30, load generator 0.04 ms": CPU milliseconds per request by group. */
-export function perRequest(spent: Record<string, number> | undefined, requests: number): string {
-  if (!spent || requests === 0) return 'not measured (no /proc)';
-  return `${Object.entries(spent)
+function perRequest({ cpuMs, requests }: Measured): string {
+  if (!cpuMs || requests === 0) return 'not measured (no /proc)';
+  return `${Object.entries(cpuMs)
     .map(([name, ms]) => `${name} ${(ms / requests).toFixed(3)}`)
     .join(', ')} ms`;
 }
 
 /** The sum over every group of CPU milliseconds per request. */
-export function totalPerRequest(spent: Record<string, number> | undefined, requests: number): number | undefined {
-  if (!spent || requests === 0) return undefined;
-  return Object.values(spent).reduce((sum, ms) => sum + ms, 0) / requests;
+function totalPerRequest({ cpuMs, requests }: Measured): number | undefined {
+  if (!cpuMs || requests === 0) return undefined;
+  return Object.values(cpuMs).reduce((sum, ms) => sum + ms, 0) / requests;
+}
+
+/** The rows (information only) of what a bare request and what `name` cost each process, and their ratio. */
+export function cpuChecks(bare: Measured, measured: Measured, name: string): Check[] {
+  const checks: Check[] = [
+    { metric: 'CPU per bare request', measured: perRequest(bare), target: '', pass: undefined },
+    { metric: `CPU per ${name}`, measured: perRequest(measured), target: '', pass: undefined },
+  ];
+  const [bareCpu, measuredCpu] = [totalPerRequest(bare), totalPerRequest(measured)];
+  if (bareCpu !== undefined && measuredCpu !== undefined) {
+    checks.push({ metric: `CPU per bare request / per ${name}`, measured: `${((bareCpu / measuredCpu) * 100).toFixed(1)}%`, target: '', pass: undefined });
+  }
+  return checks;
 }
