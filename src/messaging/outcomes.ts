@@ -76,9 +76,9 @@ const CLAIMED = (m: string, source: string): string => `${m}.id = ${source}.id A
  * FAILED ($3-$5), QUEUED again for a retry ($6-$9). A message's sentAt is when the network
  * answered (this host's clock, as are the receipts' times), not when this statement runs, which
  * may wait behind the account's other writes; never before its createdAt (the database's clock).
- * Returns the rows of the direct sends (priority 0)
- * that ended, as written, for their waiting requests. Key lookups and inserts only, so it is
- * planned once per connection (planning cost more than running it for small batches).
+ * Returns the rows of the direct sends that ended, as written, for their waiting requests. Key
+ * lookups and inserts only, so it is planned once per connection (planning cost more than
+ * running it for small batches).
  */
 const OUTCOMES: Omit<PreparedStatement, 'values'> = {
   name: 'messages_outcomes',
