@@ -1,7 +1,7 @@
 /**
- * Many numbers on PostgreSQL, the cluster shape: one `api` and two `worker` processes of the real
- * CLI (`node --import tsx src/cli.ts serve --role …`) on a database of their own, the sandbox
- * network, everything on 127.0.0.1.
+ * Many numbers on PostgreSQL, the cluster shape: two `api` and two `worker` processes of the
+ * built CLI (`node dist/cli.js serve --role …`, as shipped) on a database of their own, the
+ * sandbox network, everything on 127.0.0.1.
  *
  *   (a) DEVICES sandbox devices linked through the API: each worker holds 400–600; after one
  *       worker is killed (SIGKILL) the other holds all of them within LEASE_MS + 5 s; after a new
@@ -31,6 +31,7 @@ import { percentile } from './lib/load.js';
 import { runPostLoad } from './lib/post-load.js';
 import { cpuChecks } from './lib/cpu-meter.js';
 import { startServerProcess } from './lib/server-process.js';
+import { buildProduct } from './lib/embedded.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { dropDatabase, recreateDatabase } from './lib/tenant.js';
@@ -70,12 +71,14 @@ async function inBatches<T>(items: readonly T[], limit: number, work: (item: T, 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const base = new URL(benchDatabaseUrl());
   base.pathname = '/test';
-  const cluster: Cluster = await createCluster(base.toString(), 'waygate_bench_scale', {
-    LEASE_MS: String(LEASE_MS),
-    BULK_DELAY_MS: `${PACE_MS}-${PACE_MS}`,
-    SANDBOX_RECEIPT_MS: '1000',
-    RATE_LIMIT_PER_MINUTE: '0',
-  });
+  console.log('Building the product (npm run build) …');
+  buildProduct();
+  const cluster: Cluster = await createCluster(
+    base.toString(),
+    'waygate_bench_scale',
+    { LEASE_MS: String(LEASE_MS), BULK_DELAY_MS: `${PACE_MS}-${PACE_MS}`, SANDBOX_RECEIPT_MS: '1000', RATE_LIMIT_PER_MINUTE: '0' },
+    { built: true },
+  );
   const probe = new pg.Client({ connectionString: cluster.databaseUrl });
   await probe.connect();
   const checks: Check[] = [];

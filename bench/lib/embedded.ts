@@ -12,6 +12,7 @@ import { openDatabase, type Database } from '../../src/platform/database.js';
 import { runMigrations } from '../../src/platform/migrate.js';
 import { AccountService } from '../../src/directory/accounts.js';
 import { TokenService } from '../../src/directory/tokens.js';
+import type { StartOptions } from '../../test/fault/cluster.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -95,15 +96,6 @@ export interface EmbeddedServer {
   rssSplitMb(): { anonymous: number; file: number };
   /** SIGTERM, then the milliseconds until the process exited (SIGKILL after `killAfterMs`, and then Infinity). */
   terminate(killAfterMs?: number): Promise<number>;
-}
-
-export interface StartOptions {
-  /**
-   * true: `node dist/cli.js serve`, the built product as `npm start` runs it (build it first:
-   * buildProduct()). false (default): `src/cli.ts` through the tsx loader, no build needed (tests);
-   * the loader and the TypeScript it compiles add about 60 MB to the process's resident set.
-   */
-  built?: boolean;
 }
 
 /** `npm run build`, for servers started with `built: true`. */
