@@ -37,7 +37,7 @@ import { installRateLimit } from './http/rate-limit.js';
 import { docsCsp, installSecurityHeaders, securityHeaders } from './http/security-headers.js';
 import { installMetrics } from './platform/metrics.js';
 import { createLogger } from './platform/logger.js';
-import { AccessLog } from './http/access-log.js';
+import { AccessLog, installAbortLog } from './http/access-log.js';
 import { openApiOptions } from './http/openapi.js';
 import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
@@ -167,6 +167,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.decorateRequest('auth', null);
   app.decorateRequest('authError', null);
   installSecurityHeaders(app, decorate);
+  installAbortLog(app);
   installErrorHandler(app);
   const registry = installMetrics(app, database);
 

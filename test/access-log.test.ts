@@ -54,6 +54,25 @@ describe('access log', () => {
     expect(own[0]).toMatchObject({ level: 20, req: { method: 'GET', url: '/healthz' } });
   });
 
+  it('writes one line for a request its client aborted (the live stream, never answered)', async () => {
+    const { ctx, lines } = await appLoggingAt('info');
+    contexts.push(ctx);
+    const tenant = await createTenant(ctx);
+    const login = await ctx.app.inject({ method: 'POST', url: '/dashboard/api/login', payload: { email: tenant.email, password: 'correct horse battery' } });
+    expect(login.statusCode, login.body).toBe(200);
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+    const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    const abort = new AbortController();
+    const response = await fetch(`${address}/dashboard/api/stream`, { headers: { cookie }, signal: abort.signal });
+    expect(response.status).toBe(200);
+    abort.abort();
+    const deadline = Date.now() + 10_000;
+    while (!lines.some((line) => line.msg === 'request aborted by the client') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const stream = lines.filter((line) => line.req?.url === '/dashboard/api/stream');
+    expect(stream.map((line) => line.msg)).toEqual(['request aborted by the client']);
+    expect(stream[0]).toMatchObject({ level: 30, req: { method: 'GET' } });
+  });
+
   it('writes none at warn', async () => {
     const { ctx, lines } = await appLoggingAt('warn');
     contexts.push(ctx);

@@ -3,9 +3,11 @@
  * url, client address), its status and how long it took, under its request id ("request errored",
  * at error, when the response failed). Fastify's own controller writes two lines a request; here the
  * line on arrival is at debug, for following a request that has not been answered yet (a direct
- * send waiting for the network, an event stream). Fastify's other lines (errors, 404s) are its own.
+ * send waiting for the network, an event stream). A request whose client went away before the
+ * answer gets "request aborted by the client" at info instead (installAbortLog), as no completed
+ * line follows it. Fastify's other lines (errors, 404s) are its own.
  */
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 
 export class AccessLog extends LogController {
   override incomingRequest(request: FastifyRequest): void {
@@ -18,4 +20,11 @@ export class AccessLog extends LogController {
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
   }
+}
+
+/** Fastify's log controller has no call for an aborted request: a hook writes its line. */
+export function installAbortLog(app: FastifyInstance): void {
+  app.addHook('onRequestAbort', async (request) => {
+    request.log.info({ req: request }, 'request aborted by the client');
+  });
 }
