@@ -10,7 +10,7 @@
  * The benchmark database (waygate_bench_messaging) is dropped and created anew on each run, so
  * runs do not slow down as messages pile up. Everything talks to 127.0.0.1 only.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,8 @@ import { cpuChecks } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
+import { buildProduct } from './lib/embedded.js';
+import { cliArgs } from '../test/fault/cluster.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -91,7 +93,7 @@ function peakRssMb(pid: number): number {
 async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess; origin: string; stop(): Promise<void> }> {
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the product process.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/cli.js'), 'serve'], {
+  const child = spawn(process.execPath, [...nodeArgs, ...cliArgs({ built: true }), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -186,8 +188,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
 async function bulkJob(databaseUrl: string, checks: Check[], results: Record<string, unknown>): Promise<void> {
   // (c) the 100,000-recipient job, in a fresh process of the built product (`node dist/cli.js
   // serve`, as `npm start` runs it), so its peak RSS is this job's and nothing else's.
-  console.log('Building the product (npm run build) …');
-  execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  buildProduct();
   const product = await startProduct(databaseUrl);
   try {
     const origin = product.origin;

@@ -71,7 +71,6 @@ async function inBatches<T>(items: readonly T[], limit: number, work: (item: T, 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const base = new URL(benchDatabaseUrl());
   base.pathname = '/test';
-  console.log('Building the product (npm run build) …');
   buildProduct();
   const cluster: Cluster = await createCluster(
     base.toString(),

@@ -231,10 +231,7 @@ async function freshBesideBacklog(checks: Check[]): Promise<void> {
 export async function run(_options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const checks: Check[] = [];
   const only = process.env.BENCH_STARVATION_ONLY;
-  if (START.built) {
-    console.log('Building the product (npm run build) …');
-    buildProduct();
-  }
+  if (START.built) buildProduct();
   if (!only || only === 'a') await backlogHang(checks);
   if (!only || only === 'b') await jobLatency(checks);
   if (!only || only === 'c') await freshBesideBacklog(checks);

@@ -12,7 +12,7 @@ import { openDatabase, type Database } from '../../src/platform/database.js';
 import { runMigrations } from '../../src/platform/migrate.js';
 import { AccountService } from '../../src/directory/accounts.js';
 import { TokenService } from '../../src/directory/tokens.js';
-import type { StartOptions } from '../../test/fault/cluster.js';
+import { cliArgs, type StartOptions } from '../../test/fault/cluster.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -100,14 +100,14 @@ export interface EmbeddedServer {
 
 /** `npm run build`, for servers started with `built: true`. */
 export function buildProduct(): void {
+  console.log('Building the product (npm run build) …');
   execFileSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
 }
 
 /** Starts `waygate serve` (role all) on the tenant's data directory; resolves once it listens. */
 export async function startEmbeddedServer(tenant: EmbeddedTenant, env: Record<string, string> = {}, options: StartOptions = {}): Promise<EmbeddedServer> {
   const port = await freePort();
-  const command = options.built ? [path.join(ROOT, 'dist/cli.js'), 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
-  const child = spawn(process.execPath, command, {
+  const child = spawn(process.execPath, [...cliArgs(options), 'serve'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: '', DATA_DIR: tenant.dataDir, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn', NETWORK: 'sandbox', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

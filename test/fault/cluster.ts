@@ -45,6 +45,11 @@ export interface StartOptions {
   built?: boolean;
 }
 
+/** Node's arguments that run the CLI as `options` says, before its own (`serve`, …); spawn it in the repository. */
+export function cliArgs(options: StartOptions = {}): string[] {
+  return options.built ? [path.join(ROOT, 'dist/cli.js')] : ['--import', 'tsx', 'src/cli.ts'];
+}
+
 /** Creates a fresh, migrated database on the server at `baseUrl` with one unlimited account and its token. */
 export async function createCluster(baseUrl: string, prefix: string, defaults: Record<string, string>, options: StartOptions = {}): Promise<Cluster> {
   const dbName = `${prefix}_${randomBytes(4).toString('hex')}`;
@@ -70,8 +75,7 @@ export async function createCluster(baseUrl: string, prefix: string, defaults: R
       // node itself (not the tsx wrapper), so the pid in a lease owner is the process a test kills.
       // env.NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to node itself, for profiling one process.
       const nodeArgs = env.NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-      const cli = options.built ? [path.join(ROOT, 'dist/cli.js')] : ['--import', 'tsx', 'src/cli.ts'];
-      const child = spawn(process.execPath, [...nodeArgs, ...cli, 'serve', '--role', role], {
+      const child = spawn(process.execPath, [...nodeArgs, ...cliArgs(options), 'serve', '--role', role], {
         cwd: ROOT,
         env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', WORKER_PORT: '0', LOG_LEVEL: 'info', NETWORK: 'sandbox', ...defaults, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
