@@ -236,9 +236,9 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     checks.push({ metric: `one worker killed: the other holds all ${DEVICES}`, measured: Number.isFinite(takeoverMs) ? `${(takeoverMs / 1000).toFixed(1)} s` : 'never (60 s)', target: `≤ ${(LEASE_MS + 5_000) / 1000} s`, pass: takeoverMs <= LEASE_MS + 5_000 });
 
     // (b) memory per connected device: what the survivor gained for the devices it took over, both
-    // points in a process long past its start. A baseline taken before the devices were linked
-    // came out negative: a collection freed more of the start's garbage than the devices took.
-    // What the paced sends and the takeover left on its heap counts against the devices.
+    // points in a process long past its start (a point before the devices were linked would hold
+    // the start's garbage, which a collection may free in between). What the paced sends and the
+    // takeover left on its heap counts against the devices.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const survivorIndex = workers.indexOf(survivor);
     const tookOver = DEVICES - firstSplit[survivorIndex]!;
