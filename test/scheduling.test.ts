@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, type TestContext } from './helpers.js';
+import { nextDueAt } from '../src/messaging/message-store.js';
 import {
   createMessagingApp,
   expectOk,
@@ -64,6 +65,29 @@ describe('a scheduled direct send', () => {
     const response = await send(ctx, tenant, { type: 'TEXT', content: 'now', to: phone(), scheduledAt: new Date().toISOString() });
     expect(response.statusCode, response.body).toBe(200);
     expect(OUT).toContain((response.json() as DirectSendBody).message.status);
+  });
+});
+
+describe("a device's next due time", () => {
+  it('is its earliest waiting message of either priority, and null when none waits', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    expect(await nextDueAt(ctx.database, device.id)).toBeNull();
+    const at = (seconds: number): Date => new Date(Math.ceil(Date.now() / 1000) * 1000 + seconds * 1000);
+    const schedule = async (when: Date): Promise<string> => {
+      const body = expectOk<DirectSendBody>(await send(ctx, tenant, { type: 'TEXT', content: 'later', recipients: phones(1), scheduledAt: when.toISOString(), deviceId: device.id }), 202);
+      return body.messages[0]!.id;
+    };
+    const later = at(600);
+    await schedule(later);
+    expect((await nextDueAt(ctx.database, device.id))?.getTime()).toBe(later.getTime());
+    // A bulk message (the queue's second priority) due before the direct send.
+    const sooner = at(300);
+    const bulkId = await schedule(sooner);
+    await ctx.database.query('UPDATE messages SET priority = 1 WHERE id = $1', [bulkId]);
+    expect((await nextDueAt(ctx.database, device.id))?.getTime()).toBe(sooner.getTime());
+    await ctx.database.query('UPDATE messages SET due_at = NULL WHERE device_id = $1', [device.id]);
+    expect(await nextDueAt(ctx.database, device.id)).toBeNull();
   });
 });
 
