@@ -34,6 +34,15 @@ export interface PostLoadResult {
 
 const round = (value: number): number => Math.round(value * 100) / 100;
 
+/**
+ * The least warm-up before a throughput comparison with the bare route: the rate compared is the
+ * steady one, after V8 has optimised the send path. The bare route's little code is optimised
+ * within a second; Waygate's send path needs about 15 s of load (at ~1,000 sends/s, `perf`: V8's
+ * optimising compiler took 25–46% of the api processes' CPU through a window that followed 3 s of
+ * warm-up, and the in-process server's share fell from 28% to under 5% over the first 15 s).
+ */
+export const STEADY_WARMUP_SECONDS = 15;
+
 async function fire(options: PostLoadOptions, durationSeconds: number): Promise<PostLoadResult> {
   const times: number[] = [];
   const started = process.hrtime.bigint();
