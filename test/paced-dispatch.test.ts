@@ -10,7 +10,11 @@ import { createTenant, createTestApp, type TestContext } from './helpers.js';
 import { linkDevice, MESSAGING_ENV, phone, phones, sandboxMessages, sendBulk, sendDirect, waitForJob, type SandboxMessageBody } from './messaging-helpers.js';
 
 const PACE_MS = 300;
-/** A hand-over is timed before the network's insert starts; the next one's insert may start this much sooner after it. */
+/**
+ * The runner times a hand-over a statement before the network stamps it (acceptedAt), so a gap
+ * between stamps may fall short of the pace by as long as the process was off the CPU between
+ * the two.
+ */
 const TIMING_SLACK_MS = 60;
 const BULK_SIZE = 11;
 

@@ -198,7 +198,7 @@ export class SandboxNetwork implements Network {
   /** Incoming messages being handed over (by seq): each session takes its own in order, beside the polls. */
   private readonly handing = new Map<number, Promise<void>>();
   /** Sends of every session, batched: one statement takes what was sent in the same turn, or while two were in flight. */
-  private readonly handovers = new BatchedCall((sends: { deviceId: string; message: OutgoingMessage }[]) => this.world.accept(sends), { maxInFlight: 2, maxBatch: 1_000 });
+  private readonly handovers = new BatchedCall((sends: { deviceId: string; message: OutgoingMessage; at: Date }[]) => this.world.accept(sends), { maxInFlight: 2, maxBatch: 1_000 });
   /** The phone's files are fetched from their mediaUrl when Waygate downloads them, as a recipient downloads from WhatsApp's servers. */
   private readonly http: GuardedHttp;
 
@@ -225,9 +225,9 @@ export class SandboxNetwork implements Network {
     return session;
   }
 
-  /** A session's send: taken by the world in the next batch. */
+  /** A session's send: received by the network now, recorded by the world in the next batch. */
   takeSend(deviceId: string, message: OutgoingMessage): Promise<SendResult> {
-    return this.handovers.call({ deviceId, message });
+    return this.handovers.call({ deviceId, message, at: new Date() });
   }
 
   forget(deviceId: string, session: SandboxSession): void {

@@ -205,9 +205,12 @@ export class SandboxWorld {
 
   /**
    * Accepts a batch of messages, of any devices, in one statement. A message id seen before from
-   * the same device is not delivered again: only its sendCalls grows.
+   * the same device is not delivered again: only its sendCalls grows. A message's acceptedAt is
+   * when its session handed it over (`at`), not when this statement runs: a batch waits for the
+   * one before it, and on a busy database a statement may wait longer, which would make paced
+   * hand-overs look closer together or further apart than they were.
    */
-  async accept(batch: { deviceId: string; message: OutgoingMessage }[]): Promise<SendResult[]> {
+  async accept(batch: { deviceId: string; message: OutgoingMessage; at: Date }[]): Promise<SendResult[]> {
     const results: SendResult[] = new Array(batch.length);
     const onNetwork: number[] = [];
     const groupsAsked = new Map<string, string[]>();
@@ -234,12 +237,12 @@ export class SandboxWorld {
       name: 'sandbox_accept',
       genericPlan: true,
       text: `INSERT INTO sandbox_messages AS sm
-         (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, deliver_at, read_at)
-       SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb,
+         (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, accepted_at, deliver_at, read_at)
+       SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb, m.accepted_at,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE now() + $10 * interval '1 millisecond' END,
               CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[])
-              AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload)
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[], $12::timestamptz[])
+              AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload, accepted_at)
        ON CONFLICT (device_id, network_message_id) DO UPDATE SET
          send_calls = sm.send_calls + 1,
          deliver_at = COALESCE(sm.deliver_at, CASE WHEN right(sm."to", 4) = '0001' THEN NULL ELSE now() + $10 * interval '1 millisecond' END),
@@ -257,6 +260,7 @@ export class SandboxWorld {
         pick((m) => m.media?.fileName ?? null),
         this.receiptMs,
         pick(payloadOf),
+        onNetwork.map((i) => batch[i]!.at),
       ],
     });
     const calls = new Map(rows.map((row) => [`${row.device_id} ${row.network_message_id}`, row]));
