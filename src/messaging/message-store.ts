@@ -157,22 +157,20 @@ export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promis
 }
 
 /**
- * SQL: when the next waiting message of a device ($1) becomes due: the head of each priority's
- * range of the queue index (one short descent each). A plain min(due_at) read the device's whole
- * range, where the entries of messages claimed moments ago stay until vacuum: milliseconds a
- * call under a stream of direct sends, after every claim that found nothing.
+ * When the next waiting message of the device becomes due (null: none waiting): the head of each
+ * priority's range of the queue index (one short descent each). A plain min(due_at) read the
+ * device's whole range, where the entries of messages claimed moments ago stay until vacuum:
+ * milliseconds a call under a stream of direct sends, after every claim that found nothing. On
+ * the main pool, not the generic plans' smaller one, where a device's claims and hand-overs wait
+ * while its outcome writes are held up behind the account's lock.
  */
-const NEXT_DUE: Omit<PreparedStatement, 'values'> = {
-  name: 'messages_next_due',
-  genericPlan: true,
-  text: `SELECT min(q.due_at) AS due_at FROM (VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)
-           CROSS JOIN LATERAL (SELECT m.due_at FROM messages m WHERE m.device_id = $1 AND m.priority = p.priority AND m.due_at IS NOT NULL
-                                ORDER BY m.due_at LIMIT 1) AS q`,
-};
-
-/** When the next waiting message of the device becomes due (null: none waiting). */
-export async function nextDueAt(db: Pick<Database, 'queryPrepared'>, deviceId: string): Promise<Date | null> {
-  const [row] = await db.queryPrepared<{ due_at: Date | null }>({ ...NEXT_DUE, values: [deviceId] });
+export async function nextDueAt(db: Queryable, deviceId: string): Promise<Date | null> {
+  const [row] = await db.query<{ due_at: Date | null }>(
+    `SELECT min(q.due_at) AS due_at FROM (VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)
+       CROSS JOIN LATERAL (SELECT m.due_at FROM messages m WHERE m.device_id = $1 AND m.priority = p.priority AND m.due_at IS NOT NULL
+                            ORDER BY m.due_at LIMIT 1) AS q`,
+    [deviceId],
+  );
   return row?.due_at ?? null;
 }
 
