@@ -20,7 +20,7 @@ import { startServer } from '../src/server.js';
 import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
-import { runPostLoad, STEADY_WARMUP_SECONDS, type PostLoadResult } from './lib/post-load.js';
+import { runPostLoad, steadyWarmupSeconds, type PostLoadResult } from './lib/post-load.js';
 import { cpuChecks } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
@@ -150,7 +150,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     console.log(`Device ${deviceId} connected. Direct sends, ${DIRECT_CONNECTIONS} connections, ${options.durationSeconds} s each …`);
     const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
     const common = {
-      path: '/messages/send', body, connections: DIRECT_CONNECTIONS, durationSeconds: options.durationSeconds, warmupSeconds: Math.max(options.warmupSeconds, STEADY_WARMUP_SECONDS),
+      path: '/messages/send', body, connections: DIRECT_CONNECTIONS, durationSeconds: options.durationSeconds, warmupSeconds: steadyWarmupSeconds(options.warmupSeconds),
       cpu: { server: [servers.pid] },
     };
     const bare: PostLoadResult = await runPostLoad({ ...common, title: 'bare INSERT', origin: servers.info.bare!.replace('localhost', '127.0.0.1'), headers: {} });

@@ -28,7 +28,7 @@ import pg from 'pg';
 import { createCluster, until, type Cluster, type Proc } from '../test/fault/cluster.js';
 import { fileURLToPath } from 'node:url';
 import { percentile } from './lib/load.js';
-import { runPostLoad, STEADY_WARMUP_SECONDS } from './lib/post-load.js';
+import { runPostLoad, steadyWarmupSeconds } from './lib/post-load.js';
 import { cpuChecks } from './lib/cpu-meter.js';
 import { startServerProcess } from './lib/server-process.js';
 import { buildProduct } from './lib/embedded.js';
@@ -116,7 +116,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const bareServer = await startServerProcess<{ databaseUrl: string; poolSize: number }, { bare: string }>(BARE_ROUTE, 'startBareServer', { databaseUrl: cluster.databaseUrl, poolSize: 20 });
     try {
       const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
-      const common = { path: '/messages/send', body, connections: 25, durationSeconds: options.durationSeconds, warmupSeconds: Math.max(options.warmupSeconds, STEADY_WARMUP_SECONDS) };
+      const common = { path: '/messages/send', body, connections: 25, durationSeconds: options.durationSeconds, warmupSeconds: steadyWarmupSeconds(options.warmupSeconds) };
       const bare = await runPostLoad({
         ...common, connections: 50, title: 'bare INSERT', origin: bareServer.info.bare.replace('localhost', '127.0.0.1'), headers: {},
         cpu: { 'bare route': [bareServer.pid] },

@@ -140,6 +140,9 @@ export async function claimDue(db: Pick<Database, 'queryPrepared'>, workerId: st
   return byDevice;
 }
 
+/** SQL: the queue's priorities as a VALUES list, `p(priority)`: each is one range of the queue index. */
+const PRIORITIES_SQL = `(VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)`;
+
 /**
  * Of `deviceIds`, those with a message due now: the dispatch loops' safety net for a notification
  * that never came (one statement a second per worker, not one per device). Each priority (0
@@ -149,7 +152,7 @@ export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promis
   if (deviceIds.length === 0) return [];
   const rows = await db.query<{ id: string }>(
     `SELECT d.id FROM unnest($1::text[]) AS d(id)
-      WHERE EXISTS (SELECT 1 FROM (VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)
+      WHERE EXISTS (SELECT 1 FROM ${PRIORITIES_SQL}
                      WHERE EXISTS (SELECT 1 FROM messages m WHERE m.device_id = d.id AND m.priority = p.priority AND m.due_at <= now()))`,
     [deviceIds],
   );
@@ -166,7 +169,7 @@ export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promis
  */
 export async function nextDueAt(db: Queryable, deviceId: string): Promise<Date | null> {
   const [row] = await db.query<{ due_at: Date | null }>(
-    `SELECT min(q.due_at) AS due_at FROM (VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)
+    `SELECT min(q.due_at) AS due_at FROM ${PRIORITIES_SQL}
        CROSS JOIN LATERAL (SELECT m.due_at FROM messages m WHERE m.device_id = $1 AND m.priority = p.priority AND m.due_at IS NOT NULL
                             ORDER BY m.due_at LIMIT 1) AS q`,
     [deviceId],
