@@ -20,7 +20,7 @@ import { startServer } from '../src/server.js';
 import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
-import { runPostLoad, steadyWarmupSeconds, type PostLoadResult } from './lib/post-load.js';
+import { alternate, runPostLoad, type ComparedSide, type PostLoadOptions, type PostLoadResult } from './lib/post-load.js';
 import { cpuChecks } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
@@ -32,6 +32,10 @@ import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 const THIS_FILE = fileURLToPath(import.meta.url);
 const ROOT = path.resolve(path.dirname(THIS_FILE), '..');
 const TARGET_DIRECT_RATIO = 0.5;
+/** Rounds of the alternating comparison of direct sends with the bare route. */
+const COMPARISON_ROUNDS = 3;
+/** The sandbox's delivery receipt comes this long after a send, its read receipt twice that. */
+const RECEIPT_MS = Number(process.env.BENCH_RECEIPT_MS ?? 1000);
 const BULK_RECIPIENTS = 100_000;
 const TARGET_ACCEPT_MS = 2_000;
 const TARGET_BULK_RATE = 10_000;
@@ -59,7 +63,7 @@ export async function startMessagingServers(input: ServersInput): Promise<Starte
     RATE_LIMIT_PER_MINUTE: '10000000',
     BULK_DELAY_MS: '0',
     NETWORK: 'sandbox',
-    SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000',
+    SANDBOX_RECEIPT_MS: String(RECEIPT_MS),
   });
   const server = await startServer(config, 'all');
   const bare = input.withBare ? await startBareRoute(input.databaseUrl, server.database.pool!.options.max) : null;
@@ -95,7 +99,7 @@ async function startProduct(databaseUrl: string): Promise<{ child: ChildProcess;
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, ...cliArgs({ built: true }), 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', SANDBOX_RECEIPT_MS: process.env.BENCH_RECEIPT_MS ?? '1000', RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', BULK_DELAY_MS: '0', SANDBOX_RECEIPT_MS: String(RECEIPT_MS), RATE_LIMIT_PER_MINUTE: '10000000', NETWORK: 'sandbox' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const origin = await new Promise<string>((resolve, reject) => {
@@ -149,19 +153,30 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const deviceId = await linkDevice(origin, token);
     console.log(`Device ${deviceId} connected. Direct sends, ${DIRECT_CONNECTIONS} connections, ${options.durationSeconds} s each …`);
     const body = JSON.stringify({ type: 'TEXT', content: 'Your code is 123456', recipients: ['6281234567891'] });
-    const common = {
-      path: '/messages/send', body, connections: DIRECT_CONNECTIONS, durationSeconds: options.durationSeconds, warmupSeconds: steadyWarmupSeconds(options.warmupSeconds),
-      cpu: { server: [servers.pid] },
-    };
-    const bare: PostLoadResult = await runPostLoad({ ...common, title: 'bare INSERT', origin: servers.info.bare!.replace('localhost', '127.0.0.1'), headers: {} });
-    const waygate: PostLoadResult = await runPostLoad({ ...common, title: 'waygate direct send', origin, headers: { 'x-api-key': token } });
-    results.direct = { bare, waygate };
-    const ratio = waygate.requestsPerSecond / bare.requestsPerSecond;
+    const common = { path: '/messages/send', body, connections: DIRECT_CONNECTIONS, cpu: { server: [servers.pid] } };
+    const side = (load: Omit<PostLoadOptions, 'durationSeconds' | 'warmupSeconds'>, rewarmSeconds: number, settleSeconds: number): ComparedSide => ({
+      run: async (durationSeconds, warmupSeconds) => [await runPostLoad({ ...load, durationSeconds, warmupSeconds })],
+      rewarmSeconds,
+      settleSeconds,
+    });
+    // A direct send's receipts come RECEIPT_MS and twice that after it: its windows start once
+    // they flow and the bare route's once they have stopped (receipts pushed beyond a minute
+    // with BENCH_RECEIPT_MS, to measure without them, never come in a window).
+    const receiptsSeconds = RECEIPT_MS <= 30_000 ? (2 * RECEIPT_MS) / 1000 + 1 : 0;
+    const compared = await alternate(
+      side({ ...common, title: 'bare INSERT', origin: servers.info.bare!.replace('localhost', '127.0.0.1'), headers: {} }, 1, 0),
+      side({ ...common, title: 'waygate direct send', origin, headers: { 'x-api-key': token } }, receiptsSeconds, receiptsSeconds),
+      { rounds: COMPARISON_ROUNDS, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds },
+    );
+    const [bare] = compared.baseline as [PostLoadResult];
+    const [waygate] = compared.subject as [PostLoadResult];
+    results.direct = { bare, waygate, roundRatios: compared.roundRatios };
+    const ratio = compared.ratio;
     checks.push({ metric: 'bare route: INSERT one row (req/s)', measured: bare.requestsPerSecond.toFixed(0), target: '', pass: undefined });
     checks.push({ metric: 'direct send, 1 recipient (req/s)', measured: waygate.requestsPerSecond.toFixed(0), target: '', pass: undefined });
     checks.push({
       metric: 'direct send throughput / bare',
-      measured: `${(ratio * 100).toFixed(1)}%`,
+      measured: `${(ratio * 100).toFixed(1)}% (rounds ${compared.roundRatios.map((r) => (r * 100).toFixed(1)).join(', ')})`,
       target: `>= ${TARGET_DIRECT_RATIO * 100}%`,
       pass: ratio >= TARGET_DIRECT_RATIO && waygate.non2xx === 0 && waygate.errors === 0,
     });

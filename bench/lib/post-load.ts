@@ -23,6 +23,8 @@ export interface PostLoadOptions {
 export interface PostLoadResult {
   title: string;
   responses: number;
+  /** The measured window, in seconds (the sum of the windows, for merged results). */
+  seconds: number;
   requestsPerSecond: number;
   latencyMs: { p50: number; p95: number; p99: number; max: number };
   non2xx: number;
@@ -34,6 +36,9 @@ export interface PostLoadResult {
 
 const round = (value: number): number => Math.round(value * 100) / 100;
 
+/** Each result's response times, sorted, for merging windows (kept out of the results written to disk). */
+const responseTimes = new WeakMap<PostLoadResult, number[]>();
+
 /**
  * The least warm-up before a throughput comparison with the bare route: the rate compared is the
  * steady one, after V8 has optimised the send path. The bare route's little code is optimised
@@ -44,7 +49,7 @@ const round = (value: number): number => Math.round(value * 100) / 100;
 const STEADY_WARMUP_SECONDS = 15;
 
 /** The warm-up of a throughput comparison with the bare route: what was asked for, at least STEADY_WARMUP_SECONDS. */
-export const steadyWarmupSeconds = (requested: number): number => Math.max(requested, STEADY_WARMUP_SECONDS);
+const steadyWarmupSeconds = (requested: number): number => Math.max(requested, STEADY_WARMUP_SECONDS);
 
 async function fire(options: PostLoadOptions, durationSeconds: number): Promise<PostLoadResult> {
   const times: number[] = [];
@@ -67,16 +72,48 @@ async function fire(options: PostLoadOptions, durationSeconds: number): Promise<
     });
   });
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
-  times.sort((a, b) => a - b);
-  return {
-    title: options.title,
-    responses: times.length,
-    requestsPerSecond: round(times.length / elapsed),
-    latencyMs: { p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), p99: round(percentile(times, 99)), max: round(times[times.length - 1] ?? NaN) },
+  return summarise(options.title, times, elapsed, {
     non2xx: result.non2xx,
     errors: result.errors,
     statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, stats]) => [code, stats.count])),
+  });
+}
+
+function summarise(title: string, times: number[], seconds: number, outcome: Pick<PostLoadResult, 'non2xx' | 'errors' | 'statusCodes' | 'cpuMs'>): PostLoadResult {
+  times.sort((a, b) => a - b);
+  const summary: PostLoadResult = {
+    title,
+    responses: times.length,
+    seconds: round(seconds),
+    requestsPerSecond: round(times.length / seconds),
+    latencyMs: { p50: round(percentile(times, 50)), p95: round(percentile(times, 95)), p99: round(percentile(times, 99)), max: round(times[times.length - 1] ?? NaN) },
+    ...outcome,
   };
+  responseTimes.set(summary, times);
+  return summary;
+}
+
+/** Windows of the same load as one: responses, seconds, errors and CPU added up, latencies over every response. */
+export function mergeWindows(windows: PostLoadResult[]): PostLoadResult {
+  const add = (pick: (w: PostLoadResult) => Record<string, number> | undefined): Record<string, number> | undefined => {
+    const parts = windows.map(pick);
+    if (parts.some((part) => part === undefined)) return undefined;
+    const total: Record<string, number> = {};
+    for (const part of parts) for (const [key, value] of Object.entries(part!)) total[key] = (total[key] ?? 0) + value;
+    return total;
+  };
+  const cpuMs = add((w) => w.cpuMs);
+  return summarise(
+    windows[0]!.title,
+    windows.flatMap((w) => responseTimes.get(w) ?? []),
+    windows.reduce((sum, w) => sum + w.seconds, 0),
+    {
+      non2xx: windows.reduce((sum, w) => sum + w.non2xx, 0),
+      errors: windows.reduce((sum, w) => sum + w.errors, 0),
+      statusCodes: add((w) => w.statusCodes)!,
+      ...(cpuMs ? { cpuMs } : {}),
+    },
+  );
 }
 
 export async function runPostLoad(options: PostLoadOptions): Promise<PostLoadResult> {
@@ -85,5 +122,52 @@ export async function runPostLoad(options: PostLoadOptions): Promise<PostLoadRes
   const meter = options.cpu && startCpuMeter(options.cpu);
   const result = await fire(options, options.durationSeconds);
   const cpuMs = meter?.stop();
-  return cpuMs ? { ...result, cpuMs } : result;
+  if (cpuMs) result.cpuMs = cpuMs;
+  return result;
+}
+
+/** One side of an alternating comparison: a load (or several at once) run for a window. */
+export interface ComparedSide {
+  /** Runs the side's load(s) over one window after a warm-up; one result per load run at once. */
+  run(durationSeconds: number, warmupSeconds: number): Promise<PostLoadResult[]>;
+  /** The warm-up of every window after the first (which has the steady warm-up). */
+  rewarmSeconds: number;
+  /** Idle seconds after each of its windows: the work the load leaves behind (receipts) done before the other side runs. */
+  settleSeconds: number;
+}
+
+export interface AlternatingResult {
+  /** Each side's windows merged, one per load run at once. */
+  baseline: PostLoadResult[];
+  subject: PostLoadResult[];
+  /** subject / baseline requests per second, over all rounds and per round. */
+  ratio: number;
+  roundRatios: number[];
+}
+
+const requestsPerSecond = (loads: PostLoadResult[]): number => loads.reduce((sum, load) => sum + load.responses, 0) / Math.max(...loads.map((load) => load.seconds));
+
+/**
+ * A throughput comparison on a shared machine: the baseline's and the subject's windows
+ * alternate over `rounds` rounds, so a machine that slows down or speeds up weighs on both sides
+ * alike, and the spread of the rounds' ratios shows how steady the machine was. Each side's first
+ * window follows the steady warm-up.
+ */
+export async function alternate(baseline: ComparedSide, subject: ComparedSide, options: { rounds: number; durationSeconds: number; warmupSeconds: number }): Promise<AlternatingResult> {
+  const windows: { baseline: PostLoadResult[][]; subject: PostLoadResult[][] } = { baseline: [], subject: [] };
+  const roundRatios: number[] = [];
+  const pause = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  for (let round = 0; round < options.rounds; round++) {
+    const warmup = (side: ComparedSide): number => (round === 0 ? steadyWarmupSeconds(options.warmupSeconds) : side.rewarmSeconds);
+    const base = await baseline.run(options.durationSeconds, warmup(baseline));
+    await pause(baseline.settleSeconds);
+    const measured = await subject.run(options.durationSeconds, warmup(subject));
+    await pause(subject.settleSeconds);
+    windows.baseline.push(base);
+    windows.subject.push(measured);
+    roundRatios.push(requestsPerSecond(measured) / requestsPerSecond(base));
+  }
+  const merged = (side: PostLoadResult[][]): PostLoadResult[] => side[0]!.map((_, load) => mergeWindows(side.map((window) => window[load]!)));
+  const result = { baseline: merged(windows.baseline), subject: merged(windows.subject) };
+  return { ...result, ratio: requestsPerSecond(result.subject) / requestsPerSecond(result.baseline), roundRatios };
 }
