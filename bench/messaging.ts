@@ -20,7 +20,7 @@ import { startServer } from '../src/server.js';
 import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
-import { alternate, runPostLoad, type ComparedSide, type PostLoadOptions, type PostLoadResult } from './lib/post-load.js';
+import { alternate, formatRatio, receiptsSeconds, runPostLoad, type ComparedSide, type PostLoadOptions, type PostLoadResult } from './lib/post-load.js';
 import { cpuChecks } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
@@ -32,8 +32,6 @@ import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 const THIS_FILE = fileURLToPath(import.meta.url);
 const ROOT = path.resolve(path.dirname(THIS_FILE), '..');
 const TARGET_DIRECT_RATIO = 0.5;
-/** Rounds of the alternating comparison of direct sends with the bare route. */
-const COMPARISON_ROUNDS = 3;
 /** The sandbox's delivery receipt comes this long after a send, its read receipt twice that. */
 const RECEIPT_MS = Number(process.env.BENCH_RECEIPT_MS ?? 1000);
 const BULK_RECIPIENTS = 100_000;
@@ -159,14 +157,11 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       rewarmSeconds,
       settleSeconds,
     });
-    // A direct send's receipts come RECEIPT_MS and twice that after it: its windows start once
-    // they flow and the bare route's once they have stopped (receipts pushed beyond a minute
-    // with BENCH_RECEIPT_MS, to measure without them, never come in a window).
-    const receiptsSeconds = RECEIPT_MS <= 30_000 ? (2 * RECEIPT_MS) / 1000 + 1 : 0;
+    const receipts = receiptsSeconds(RECEIPT_MS);
     const compared = await alternate(
       side({ ...common, title: 'bare INSERT', origin: servers.info.bare!.replace('localhost', '127.0.0.1'), headers: {} }, 1, 0),
-      side({ ...common, title: 'waygate direct send', origin, headers: { 'x-api-key': token } }, receiptsSeconds, receiptsSeconds),
-      { rounds: COMPARISON_ROUNDS, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds },
+      side({ ...common, title: 'waygate direct send', origin, headers: { 'x-api-key': token } }, receipts, receipts),
+      { durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds },
     );
     const [bare] = compared.baseline as [PostLoadResult];
     const [waygate] = compared.subject as [PostLoadResult];
@@ -176,7 +171,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     checks.push({ metric: 'direct send, 1 recipient (req/s)', measured: waygate.requestsPerSecond.toFixed(0), target: '', pass: undefined });
     checks.push({
       metric: 'direct send throughput / bare',
-      measured: `${(ratio * 100).toFixed(1)}% (rounds ${compared.roundRatios.map((r) => (r * 100).toFixed(1)).join(', ')})`,
+      measured: formatRatio(compared),
       target: `>= ${TARGET_DIRECT_RATIO * 100}%`,
       pass: ratio >= TARGET_DIRECT_RATIO && waygate.non2xx === 0 && waygate.errors === 0,
     });

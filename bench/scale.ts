@@ -28,7 +28,7 @@ import pg from 'pg';
 import { createCluster, until, type Cluster, type Proc } from '../test/fault/cluster.js';
 import { fileURLToPath } from 'node:url';
 import { percentile } from './lib/load.js';
-import { alternate, runPostLoad, type PostLoadResult } from './lib/post-load.js';
+import { alternate, formatRatio, receiptsSeconds, runPostLoad, type PostLoadResult } from './lib/post-load.js';
 import { cpuChecks } from './lib/cpu-meter.js';
 import { startServerProcess } from './lib/server-process.js';
 import { buildProduct } from './lib/embedded.js';
@@ -46,8 +46,8 @@ const TARGET_LATENESS_MS = 250;
 const TARGET_MB_PER_DEVICE = 0.5;
 const LINK_CONCURRENCY = 16;
 const TARGET_CLUSTER_RATIO = 0.35;
-/** Rounds of the alternating comparison of cluster direct sends with the bare route. */
-const COMPARISON_ROUNDS = 3;
+/** The sandbox's delivery receipt comes this long after a send, its read receipt twice that. */
+const RECEIPT_MS = 1_000;
 const BARE_ROUTE = fileURLToPath(new URL('./lib/bare-route.ts', import.meta.url));
 const WA_SESSIONS_FILE = fileURLToPath(new URL('./lib/whatsapp-sessions.ts', import.meta.url));
 const WA_SESSIONS = Number(process.env.BENCH_WA_SESSIONS ?? 200);
@@ -77,7 +77,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   const cluster: Cluster = await createCluster(
     base.toString(),
     'waygate_bench_scale',
-    { LEASE_MS: String(LEASE_MS), BULK_DELAY_MS: `${PACE_MS}-${PACE_MS}`, SANDBOX_RECEIPT_MS: '1000', RATE_LIMIT_PER_MINUTE: '0' },
+    { LEASE_MS: String(LEASE_MS), BULK_DELAY_MS: `${PACE_MS}-${PACE_MS}`, SANDBOX_RECEIPT_MS: String(RECEIPT_MS), RATE_LIMIT_PER_MINUTE: '0' },
     { built: true },
   );
   const probe = new pg.Client({ connectionString: cluster.databaseUrl });
@@ -122,9 +122,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       const headers = { 'x-api-key': cluster.token };
       // Both direct loads run over the same window: the CPU of every process is measured once, by the first.
       const measured = { api: [api.child.pid!, api2!.child.pid!], workers: workers.map((w) => w.child.pid!) };
-      // A direct send's receipts come SANDBOX_RECEIPT_MS (1 s) and twice that after it: its windows
-      // start once they flow and the bare route's once they have stopped.
-      const receiptsSeconds = 3;
+      const receipts = receiptsSeconds(RECEIPT_MS);
       const compared = await alternate(
         {
           run: async (durationSeconds, warmupSeconds) => [
@@ -139,10 +137,10 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
               runPostLoad({ ...common, durationSeconds, warmupSeconds, title: 'direct send via api-1', origin: api.origin.replace('localhost', '127.0.0.1'), headers, cpu: measured }),
               runPostLoad({ ...common, durationSeconds, warmupSeconds, title: 'direct send via api-2', origin: api2!.origin.replace('localhost', '127.0.0.1'), headers }),
             ]),
-          rewarmSeconds: receiptsSeconds,
-          settleSeconds: receiptsSeconds,
+          rewarmSeconds: receipts,
+          settleSeconds: receipts,
         },
-        { rounds: COMPARISON_ROUNDS, durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds },
+        { durationSeconds: options.durationSeconds, warmupSeconds: options.warmupSeconds },
       );
       const [bare] = compared.baseline as [PostLoadResult];
       const [one, two] = compared.subject as [PostLoadResult, PostLoadResult];
@@ -154,7 +152,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
       checks.push(...cpuChecks({ cpuMs: bare.cpuMs, requests: bare.responses }, { cpuMs: one.cpuMs, requests: one.responses + two.responses }, 'cluster direct send'));
       checks.push({
         metric: 'cluster direct send throughput / bare',
-        measured: `${(ratio * 100).toFixed(1)}% (rounds ${compared.roundRatios.map((r) => (r * 100).toFixed(1)).join(', ')})`,
+        measured: formatRatio(compared),
         target: `>= ${TARGET_CLUSTER_RATIO * 100}%`,
         pass: ratio >= TARGET_CLUSTER_RATIO && one.non2xx + two.non2xx + one.errors + two.errors === 0,
       });

@@ -145,19 +145,34 @@ export interface AlternatingResult {
   roundRatios: number[];
 }
 
+/** Rounds of an alternating comparison. */
+const COMPARISON_ROUNDS = 3;
+
+/**
+ * The seconds a direct-send window is preceded by load and followed by rest: the sandbox's
+ * delivery receipt comes `receiptMs` after a send and its read receipt twice that, so the window
+ * starts once they flow and the other side's once they have stopped. Receipts pushed beyond
+ * half a minute (to measure without them) never come in a window.
+ */
+export const receiptsSeconds = (receiptMs: number): number => (receiptMs <= 30_000 ? (2 * receiptMs) / 1000 + 1 : 0);
+
+/** The overall ratio and each round's, as the benchmarks' tables print them. */
+export const formatRatio = ({ ratio, roundRatios }: AlternatingResult): string =>
+  `${(ratio * 100).toFixed(1)}% (rounds ${roundRatios.map((r) => (r * 100).toFixed(1)).join(', ')})`;
+
 const requestsPerSecond = (loads: PostLoadResult[]): number => loads.reduce((sum, load) => sum + load.responses, 0) / Math.max(...loads.map((load) => load.seconds));
 
 /**
  * A throughput comparison on a shared machine: the baseline's and the subject's windows
- * alternate over `rounds` rounds, so a machine that slows down or speeds up weighs on both sides
- * alike, and the spread of the rounds' ratios shows how steady the machine was. Each side's first
- * window follows the steady warm-up.
+ * alternate over COMPARISON_ROUNDS rounds, so a machine that slows down or speeds up weighs on
+ * both sides alike, and the spread of the rounds' ratios shows how steady the machine was. Each
+ * side's first window follows the steady warm-up.
  */
-export async function alternate(baseline: ComparedSide, subject: ComparedSide, options: { rounds: number; durationSeconds: number; warmupSeconds: number }): Promise<AlternatingResult> {
+export async function alternate(baseline: ComparedSide, subject: ComparedSide, options: { durationSeconds: number; warmupSeconds: number }): Promise<AlternatingResult> {
   const windows: { baseline: PostLoadResult[][]; subject: PostLoadResult[][] } = { baseline: [], subject: [] };
   const roundRatios: number[] = [];
   const pause = (seconds: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-  for (let round = 0; round < options.rounds; round++) {
+  for (let round = 0; round < COMPARISON_ROUNDS; round++) {
     const warmup = (side: ComparedSide): number => (round === 0 ? steadyWarmupSeconds(options.warmupSeconds) : side.rewarmSeconds);
     const base = await baseline.run(options.durationSeconds, warmup(baseline));
     await pause(baseline.settleSeconds);
