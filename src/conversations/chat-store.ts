@@ -8,7 +8,7 @@
  * - outgoing messages: recordOutgoing, in batches after their outcome (off the send path);
  * - the network's group lists (upsertGroups), a LID learnt (applyIdentity), a read (markRead).
  */
-import type { Queryable } from '../platform/database.js';
+import type { Database, Queryable } from '../platform/database.js';
 import type { GroupInfo } from '../network/network.js';
 import type { MessageRow } from '../messaging/message-model.js';
 import { toMessage } from '../messaging/message-model.js';
@@ -88,10 +88,13 @@ export interface OutgoingActivity {
  * messages, in one statement for a batch. Message ids sort by creation time, so the newest of a
  * chat in the batch is its greatest id.
  */
-export async function recordOutgoing(db: Queryable, batch: OutgoingActivity[]): Promise<void> {
+export async function recordOutgoing(db: Pick<Database, 'queryPrepared'>, batch: OutgoingActivity[]): Promise<void> {
   if (batch.length === 0) return;
-  await db.query(
-    `INSERT INTO chats AS chats (device_id, id, account_id, type, phone_number, last_message_id, last_activity_at)
+  await db.queryPrepared({
+    // Key lookups and inserts only: planned once per connection (planning cost as much as running it).
+    name: 'chats_record_outgoing',
+    genericPlan: true,
+    text: `INSERT INTO chats AS chats (device_id, id, account_id, type, phone_number, last_message_id, last_activity_at)
      SELECT DISTINCT ON (b.device_id, b.chat_id) b.device_id, b.chat_id, b.account_id,
             CASE WHEN b.chat_id LIKE '%@g.us' THEN 'group' ELSE 'direct' END, CASE WHEN b.chat_id ~ '^[0-9]+$' THEN b.chat_id END,
             b.message_id, now()
@@ -99,8 +102,8 @@ export async function recordOutgoing(db: Queryable, batch: OutgoingActivity[]): 
        JOIN devices d ON d.id = b.device_id
       ORDER BY b.device_id, b.chat_id, b.message_id DESC
      ON CONFLICT (device_id, id) DO UPDATE SET ${TAKE_NEWER}`,
-    [batch.map((b) => b.accountId), batch.map((b) => b.deviceId), batch.map((b) => b.chatId), batch.map((b) => b.messageId)],
-  );
+    values: [batch.map((b) => b.accountId), batch.map((b) => b.deviceId), batch.map((b) => b.chatId), batch.map((b) => b.messageId)],
+  });
 }
 
 /** The device's groups as the network lists them: created, or their name and members brought up to date. */

@@ -150,14 +150,17 @@ export interface DeviceReceipt extends Receipt {
  * skipped, just before its own). Timestamps never go backwards either: the network's receipt
  * time may be earlier than the sentAt stamped on its acknowledgement.
  */
-export async function applyReceipts(db: Queryable, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<void> {
+export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<void> {
   const set =
     status === 'DELIVERED'
       ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
       : `status = 'READ', read_at = GREATEST(o.at, m.delivered_at, m.sent_at), delivered_at = COALESCE(m.delivered_at, GREATEST(o.at, m.sent_at)),
          sent_at = COALESCE(m.sent_at, o.at)`;
-  await db.query(
-    `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
+  await db.queryPrepared({
+    // Named (parsed once per connection), but not on the generic plans' connections: it waits for
+    // the account's lock, and those connections also carry the network's hand-overs.
+    name: `messages_receipts_${status.toLowerCase()}`,
+    text: `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
           o AS (SELECT x.id, x.status AS prev, r.at FROM r CROSS JOIN LATERAL (
                   SELECT m.id, m.status FROM messages m
                    WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}
@@ -189,6 +192,6 @@ export async function applyReceipts(db: Queryable, status: 'DELIVERED' | 'READ',
               FROM u),
           days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
      SELECT 1`,
-    [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
-  );
+    values: [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
+  });
 }

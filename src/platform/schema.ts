@@ -453,8 +453,8 @@ export const sandboxPhones = pgTable('sandbox_phones', {
   version: integer('version').notNull().default(1),
   /** A held drop: reconnect attempts fail until POST /sandbox/devices/:id/restore. */
   held: boolean('held').notNull().default(false),
-  // Also delivered_mark and read_mark (timestamptz), the receipt low-water marks of migration
-  // 0011; only the sandbox's receipt SQL reads them.
+  // Also delivered_mark and read_mark (timestamptz): where a session that starts reads the
+  // device's receipts from (SandboxWorld.dueReceipts); only the sandbox's receipt SQL reads them.
 });
 
 export const sandboxMessages = pgTable(
@@ -472,13 +472,9 @@ export const sandboxMessages = pgTable(
     /** What the kind carried, as the network got it (replies and reactions by network message id). */
     payload: jsonb('payload'),
     sendCalls: integer('send_calls').notNull().default(1),
-    delivered: smallint('delivered').notNull().default(0),
-    read: smallint('read').notNull().default(0),
     acceptedAt: ts('accepted_at').notNull().defaultNow(),
     deliverAt: ts('deliver_at'),
     readAt: ts('read_at'),
-    deliveredAt: ts('delivered_at'),
-    readReceiptAt: ts('read_receipt_at'),
     /** The sender edited it (content is the latest text) / deleted it for everyone. */
     editedAt: ts('edited_at'),
     deletedAt: ts('deleted_at'),

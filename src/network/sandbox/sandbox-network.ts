@@ -26,7 +26,7 @@ import {
   type SendResult,
   type SessionHandlers,
 } from '../network.js';
-import { magicEnding, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
+import { magicEnding, type DueReceipt, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
 
 /** A sandbox group as the network lists it: the first member (the device's number) created it and is its admin. */
 const groupInfo = (group: SandboxGroup): GroupInfo => ({
@@ -38,10 +38,9 @@ const groupInfo = (group: SandboxGroup): GroupInfo => ({
 
 const POLL_MS = 100;
 /**
- * Due receipts are looked for at most this often (a poll also runs on every bus notification).
- * Each look reads the recent part of the receipt-time indexes (see SandboxWorld.markReceipts), so
- * looking every 100 ms read each receipt about a hundred times; a receipt is handed over at most
- * this much after its time (the time it carries is its own).
+ * Due receipts are looked for at most this often (a poll also runs on every bus notification):
+ * each look is a statement per poll even when nothing is due, and a receipt is handed over at
+ * most this much after its time (the time it carries is its own).
  */
 const RECEIPT_POLL_MS = 250;
 
@@ -231,7 +230,9 @@ export class SandboxNetwork implements Network {
   }
 
   forget(deviceId: string, session: SandboxSession): void {
-    if (this.sessions.get(deviceId) === session) this.sessions.delete(deviceId);
+    if (this.sessions.get(deviceId) !== session) return;
+    this.sessions.delete(deviceId);
+    this.world.forgetReceipts(deviceId);
   }
 
   /** Runs a poll now, or right after the one in progress. */
@@ -273,27 +274,27 @@ export class SandboxNetwork implements Network {
   /** Hands the due receipts to their sessions; a full batch is followed by another look at the next poll. */
   private async handReceipts(ids: string[]): Promise<void> {
     this.receiptsLookedAt = Date.now();
-    const limit = this.world.receiptBatch;
-    const receipts = await this.world.dueReceipts(ids, limit);
-    if (receipts.length >= limit) this.receiptsLookedAt = 0;
-    if (receipts.length > 0) {
-      const byDevice = new Map<string, typeof receipts>();
-      for (const receipt of receipts) {
-        const list = byDevice.get(receipt.deviceId) ?? [];
-        list.push(receipt);
-        byDevice.set(receipt.deviceId, list);
-      }
-      // Every device's at once: Waygate writes the receipts of an account's devices together.
-      const handed = await Promise.all(
-        [...byDevice].map(async ([deviceId, list]) => {
-          const session = this.sessions.get(deviceId);
-          if (!session) return [];
+    const look = await this.world.dueReceipts(ids, this.world.receiptBatch);
+    if (look.full) this.receiptsLookedAt = 0;
+    const byDevice = new Map<string, DueReceipt[]>(ids.map((id) => [id, []]));
+    for (const receipt of look.receipts) byDevice.get(receipt.deviceId)?.push(receipt);
+    // Every device's at once: Waygate writes the receipts of an account's devices together. A
+    // device whose session did not take them (it closed, or Waygate failed) looks again.
+    const handed = await Promise.all(
+      [...byDevice].map(async ([deviceId, list]) => {
+        const session = this.sessions.get(deviceId);
+        if (!session) return [];
+        if (list.length === 0) return [deviceId];
+        try {
           await session.emit({ type: 'receipts', receipts: list.map(({ networkMessageId, status, at }) => ({ networkMessageId, status, at })) });
-          return list;
-        }),
-      );
-      await this.world.markReceipts(handed.flat());
-    }
+          return [deviceId];
+        } catch {
+          return [];
+        }
+      }),
+    );
+    // (A session that closed meanwhile forgot its cursors; they stay forgotten.)
+    await this.world.markReceipts(look, handed.flat().filter((id) => this.sessions.has(id)));
   }
 
   /** One incoming message (or the other side's vote, edit or delete) to its session; acknowledged only once Waygate has stored it. */

@@ -112,10 +112,51 @@ function acceptedResult(row: { send_calls: number; to: string } | undefined): Se
   return { ok: true };
 }
 
-/** How far the receipt low-water marks stay behind the newest receipt handed over (see markReceipts). */
+/**
+ * How far before a device's stored mark a session that starts reads its receipts again: those of
+ * messages another process (the device's previous owner) accepted, whose statement committed
+ * late or whose clock ran behind this one's. Receipts read again are handed over again; Waygate
+ * applies receipts forward only, so a second one changes nothing.
+ */
 const MARK_LAG_MS = 10_000;
 
+type ReceiptStatus = DueReceipt['status'];
+
+/**
+ * Where a device's next look at one kind of receipt starts: every receipt before it (by time,
+ * then network message id) has been handed over. `nid` '' starts at `at` itself.
+ */
+export interface ReceiptCursor {
+  at: Date;
+  nid: string;
+}
+
+/** A device's cursors, and the receipts of one look that are theirs. */
+export type ReceiptCursors = Record<ReceiptStatus, ReceiptCursor>;
+
+/** One look at the due receipts: what is due, and where each device's cursors stand once it is handed over. */
+export interface ReceiptLook {
+  receipts: DueReceipt[];
+  /** Whether some device had more due than one look takes. */
+  full: boolean;
+  after: Map<string, ReceiptCursors>;
+}
+
+/**
+ * This process's clock for receipt times: monotonic (a step of the wall clock neither replays nor
+ * skips receipts), in epoch milliseconds.
+ */
+function receiptClock(): number {
+  return Math.floor(performance.timeOrigin + performance.now());
+}
+
 export class SandboxWorld {
+  /** Devices' receipt cursors while their session runs in this process (absent: read from the stored mark). */
+  private readonly cursors = new Map<string, ReceiptCursors>();
+  /** When each accept statement of this process in flight started (receiptClock): its receipts are not due before it ends. */
+  private readonly accepting = new Map<number, number>();
+  private acceptSeq = 0;
+
   constructor(
     private readonly database: Database,
     private readonly bus: Bus,
@@ -205,12 +246,31 @@ export class SandboxWorld {
 
   /**
    * Accepts a batch of messages, of any devices, in one statement. A message id seen before from
-   * the same device is not delivered again: only its sendCalls grows. A message's acceptedAt is
+   * the same device is not delivered again: only its sendCalls grows. The phone acknowledges the
+   * resend, though: receipts already due come again after it (a gateway that took the device over
+   * from a dead owner resends what that owner left unrecorded, and may have let the first
+   * receipts pass while the message was back in its queue). A message's acceptedAt is
    * when its session handed it over (`at`), not when this statement runs: a batch waits for the
    * one before it, and on a busy database a statement may wait longer, which would make paced
    * hand-overs look closer together or further apart than they were.
    */
   async accept(batch: { deviceId: string; message: OutgoingMessage; at: Date }[]): Promise<SendResult[]> {
+    const token = ++this.acceptSeq;
+    const startedAt = receiptClock();
+    this.accepting.set(token, startedAt);
+    try {
+      return await this.acceptFrom(startedAt, batch);
+    } finally {
+      this.accepting.delete(token);
+    }
+  }
+
+  /**
+   * accept's statement. Its receipt times are `startedAt` + the receipt delay (twice that to be
+   * read): never earlier than the start registered in `accepting`, which is what lets a look at
+   * the receipts skip no row that commits after it (see dueReceipts).
+   */
+  private async acceptFrom(startedAt: number, batch: { deviceId: string; message: OutgoingMessage; at: Date }[]): Promise<SendResult[]> {
     const results: SendResult[] = new Array(batch.length);
     const onNetwork: number[] = [];
     const groupsAsked = new Map<string, string[]>();
@@ -239,14 +299,18 @@ export class SandboxWorld {
       text: `INSERT INTO sandbox_messages AS sm
          (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, accepted_at, deliver_at, read_at)
        SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb, m.accepted_at,
-              CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE now() + $10 * interval '1 millisecond' END,
-              CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END
+              CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE $13::timestamptz + $10 * interval '1 millisecond' END,
+              CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE $13::timestamptz + 2 * $10 * interval '1 millisecond' END
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[], $12::timestamptz[])
               AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload, accepted_at)
        ON CONFLICT (device_id, network_message_id) DO UPDATE SET
          send_calls = sm.send_calls + 1,
-         deliver_at = COALESCE(sm.deliver_at, CASE WHEN right(sm."to", 4) = '0001' THEN NULL ELSE now() + $10 * interval '1 millisecond' END),
-         read_at = COALESCE(sm.read_at, CASE WHEN right(sm."to", 4) IN ('0001', '0002') THEN NULL ELSE now() + 2 * $10 * interval '1 millisecond' END)
+         deliver_at = CASE WHEN right(sm."to", 4) = '0001' THEN NULL
+                           WHEN sm.deliver_at IS NULL OR sm.deliver_at < $13 THEN $13::timestamptz + $10 * interval '1 millisecond'
+                           ELSE sm.deliver_at END,
+         read_at = CASE WHEN right(sm."to", 4) IN ('0001', '0002') THEN NULL
+                        WHEN sm.read_at IS NULL OR sm.read_at < $13 THEN $13::timestamptz + 2 * $10 * interval '1 millisecond'
+                        ELSE sm.read_at END
        RETURNING device_id, network_message_id, send_calls, "to"`,
       values: [
         onNetwork.map((i) => batch[i]!.deviceId),
@@ -261,6 +325,7 @@ export class SandboxWorld {
         this.receiptMs,
         pick(payloadOf),
         onNetwork.map((i) => batch[i]!.at),
+        new Date(startedAt),
       ],
     });
     const calls = new Map(rows.map((row) => [`${row.device_id} ${row.network_message_id}`, row]));
@@ -274,55 +339,96 @@ export class SandboxWorld {
   }
 
   /**
-   * Receipts whose time has come and that were not handed over yet, oldest first. Each device's
-   * low-water marks (sandbox_phones.delivered_mark / read_mark) bound the index range read.
-   * Handing over is confirmed by markReceipts.
+   * The receipts whose time has come and that were not handed over yet, oldest first, at most
+   * `limit` of each kind per device, read from each device's cursors (the index range past them:
+   * no row is read twice while the session runs here). A look stops short of the receipt times
+   * of this process's accepts still in flight (not committed yet, so not visible to it), which is
+   * why no row can commit behind a cursor and nothing handed over needs flagging. Handing over
+   * is confirmed with markReceipts, which moves the cursors to `after`.
    */
-  async dueReceipts(deviceIds: string[], limit = this.receiptBatch): Promise<DueReceipt[]> {
-    if (deviceIds.length === 0) return [];
-    const rows = await this.database.query<{ device_id: string; network_message_id: string; status: 'DELIVERED' | 'READ'; at: Date }>(
-      `SELECT r.* FROM unnest($1::text[]) AS d(id)
+  async dueReceipts(deviceIds: string[], limit = this.receiptBatch): Promise<ReceiptLook> {
+    if (deviceIds.length === 0) return { receipts: [], full: false, after: new Map() };
+    const now = receiptClock();
+    const oldestAccept = Math.min(...this.accepting.values());
+    const until: Record<ReceiptStatus, Date> = {
+      DELIVERED: new Date(Math.min(now, oldestAccept + this.receiptMs)),
+      READ: new Date(Math.min(now, oldestAccept + 2 * this.receiptMs)),
+    };
+    const from = deviceIds.map((id) => this.cursors.get(id));
+    const rows = await this.database.query<{ device_id: string; network_message_id: string; status: ReceiptStatus; at: Date }>(
+      `SELECT r.* FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::timestamptz[], $5::text[]) AS d(id, d_at, d_nid, r_at, r_nid)
          LEFT JOIN sandbox_phones p ON p.device_id = d.id
          CROSS JOIN LATERAL (
            (SELECT device_id, network_message_id, 'DELIVERED' AS status, deliver_at AS at FROM sandbox_messages
-             WHERE device_id = d.id AND deliver_at > COALESCE(p.delivered_mark, '-infinity') AND deliver_at <= now() AND delivered = 0
-             ORDER BY deliver_at LIMIT $2)
+             WHERE device_id = d.id AND deliver_at < $6
+               AND (deliver_at, network_message_id) > (COALESCE(d.d_at, p.delivered_mark - $9 * interval '1 millisecond', '-infinity'), COALESCE(d.d_nid, ''))
+             ORDER BY deliver_at, network_message_id LIMIT $8)
            UNION ALL
            (SELECT device_id, network_message_id, 'READ' AS status, read_at AS at FROM sandbox_messages
-             WHERE device_id = d.id AND read_at > COALESCE(p.read_mark, '-infinity') AND read_at <= now() AND read = 0
-             ORDER BY read_at LIMIT $2)) AS r`,
-      [deviceIds, limit],
+             WHERE device_id = d.id AND read_at < $7
+               AND (read_at, network_message_id) > (COALESCE(d.r_at, p.read_mark - $9 * interval '1 millisecond', '-infinity'), COALESCE(d.r_nid, ''))
+             ORDER BY read_at, network_message_id LIMIT $8)) AS r`,
+      [
+        deviceIds,
+        from.map((c) => c?.DELIVERED.at ?? null),
+        from.map((c) => c?.DELIVERED.nid ?? null),
+        from.map((c) => c?.READ.at ?? null),
+        from.map((c) => c?.READ.nid ?? null),
+        until.DELIVERED,
+        until.READ,
+        limit,
+        MARK_LAG_MS,
+      ],
     );
-    return rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, status: r.status, at: r.at }));
+    const receipts = rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, status: r.status, at: r.at }));
+    // A kind that filled its batch continues after its last receipt; one that did not, at the look's end.
+    const taken = new Map<string, DueReceipt[]>();
+    for (const receipt of receipts) {
+      const key = `${receipt.deviceId} ${receipt.status}`;
+      taken.set(key, [...(taken.get(key) ?? []), receipt]);
+    }
+    let full = false;
+    const after = new Map<string, ReceiptCursors>();
+    for (const deviceId of deviceIds) {
+      const cursorOf = (status: ReceiptStatus): ReceiptCursor => {
+        const list = taken.get(`${deviceId} ${status}`) ?? [];
+        if (list.length < limit) return { at: until[status], nid: '' };
+        full = true;
+        const last = list[list.length - 1]!;
+        return { at: last.at, nid: last.networkMessageId };
+      };
+      after.set(deviceId, { DELIVERED: cursorOf('DELIVERED'), READ: cursorOf('READ') });
+    }
+    return { receipts, full, after };
   }
 
   /**
-   * Records receipts as handed over (unindexed flags: HOT updates) and moves the devices'
-   * low-water marks: MARK_LAG_MS behind the newest receipt handed over, so a message whose row
-   * committed late (its receipt time falls behind others') is still found, provided the
-   * statement that accepted it committed within that long of starting (accept is one short
-   * statement). Every poll reads the index from the mark and skips the receipts handed over
-   * since (heap visits): a minute of lag made each poll read up to a minute of traffic (600,000
-   * rows at 10,000 messages/s), and the polls' cost grew through every long run.
+   * Confirms a look's receipts of `deviceIds` as handed over: their cursors move to the look's
+   * `after`, and the stored marks (where a session that starts elsewhere reads from, less
+   * MARK_LAG_MS) of those that had receipts follow.
    */
-  async markReceipts(receipts: DueReceipt[]): Promise<void> {
-    const groups = new Map<string, { ids: string[]; newest: number }>();
-    for (const receipt of receipts) {
-      const key = `${receipt.status}|${receipt.deviceId}`;
-      const group = groups.get(key) ?? { ids: [], newest: 0 };
-      group.ids.push(receipt.networkMessageId);
-      group.newest = Math.max(group.newest, receipt.at.getTime());
-      groups.set(key, group);
+  async markReceipts(look: ReceiptLook, deviceIds: string[]): Promise<void> {
+    const moved: string[] = [];
+    const handed = new Set(look.receipts.map((r) => r.deviceId));
+    for (const deviceId of deviceIds) {
+      const after = look.after.get(deviceId);
+      if (!after) continue;
+      this.cursors.set(deviceId, after);
+      if (handed.has(deviceId)) moved.push(deviceId);
     }
-    for (const [key, { ids, newest }] of groups) {
-      const [status, deviceId] = key.split('|') as ['DELIVERED' | 'READ', string];
-      const [flag, mark] = status === 'DELIVERED' ? ['delivered = 1, delivered_at = now()', 'delivered_mark'] : ['read = 1, read_receipt_at = now()', 'read_mark'];
-      await this.database.query(`UPDATE sandbox_messages SET ${flag} WHERE device_id = $1 AND network_message_id = ANY($2::text[])`, [deviceId, ids]);
-      await this.database.query(
-        `UPDATE sandbox_phones SET ${mark} = GREATEST(COALESCE(${mark}, '-infinity'), $2::timestamptz - $3 * interval '1 millisecond') WHERE device_id = $1`,
-        [deviceId, new Date(newest), MARK_LAG_MS],
-      );
-    }
+    if (moved.length === 0) return;
+    await this.database.query(
+      `UPDATE sandbox_phones p SET delivered_mark = GREATEST(COALESCE(p.delivered_mark, '-infinity'), m.delivered),
+                                   read_mark = GREATEST(COALESCE(p.read_mark, '-infinity'), m.read)
+         FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS m(device_id, delivered, read)
+        WHERE p.device_id = m.device_id`,
+      [moved, moved.map((id) => this.cursors.get(id)!.DELIVERED.at), moved.map((id) => this.cursors.get(id)!.READ.at)],
+    );
+  }
+
+  /** The device's session ended here: a session that starts again reads from the stored mark. */
+  forgetReceipts(deviceId: string): void {
+    this.cursors.delete(deviceId);
   }
 
   /**
