@@ -209,6 +209,7 @@ export class MessageService {
   /** Accepts a direct send, hands it to its device's owner, and waits (up to sendWaitMs) for the network's answer. */
   private async sendDirect(accountId: string, valid: ValidSend & { reference: MessageRef | null }, scheduled: boolean, now: Date): Promise<SendResponse> {
     const ids = valid.recipients.map(() => newId('msg'));
+    const nids = ids.map(networkMessageIdFor);
     // Listen for the acknowledgements before the messages exist, so none can be missed.
     const ticket = scheduled || this.sendWaitMs === 0 ? undefined : this.acks.expect(ids);
     const accepted = await this.accepts
@@ -226,7 +227,7 @@ export class MessageService {
         scheduledAt: valid.scheduledAt,
         ids,
         recipients: valid.recipients,
-        nids: ids.map(networkMessageIdFor),
+        nids,
         now,
         // Only sends whose request waits for them may be taken by the worker in this process at once.
         local: ticket !== undefined,
@@ -236,7 +237,7 @@ export class MessageService {
         ticket?.cancel();
         throw error;
       });
-    this.dispatch(accountId, valid, ids, accepted);
+    this.dispatch(accountId, valid, ids, nids, accepted);
     messageTransitions.inc({ status: 'ACCEPTED' }, ids.length);
     // A device known to be down (DISCONNECTED) cannot acknowledge anything now: answer 202 with the
     // messages QUEUED at once instead of holding the request for sendWaitMs.
@@ -257,7 +258,7 @@ export class MessageService {
   }
 
   /** Inserted already claimed by the worker in this process: it sends them now; otherwise the device's owner is woken. */
-  private dispatch(accountId: string, valid: ValidSend & { reference: MessageRef | null }, ids: string[], accepted: Acceptance): void {
+  private dispatch(accountId: string, valid: ValidSend & { reference: MessageRef | null }, ids: string[], nids: string[], accepted: Acceptance): void {
     const deviceId = accepted.device_id!;
     if (!accepted.taken) return this.dispatcher.wake(deviceId);
     this.dispatcher.handOver(
@@ -273,7 +274,7 @@ export class MessageService {
         payload: valid.payload,
         mentions: valid.mentions,
         reference: valid.reference,
-        networkMessageId: networkMessageIdFor(id),
+        networkMessageId: nids[i]!,
         attempts: 1,
         priority: PRIORITY.direct,
       })),
