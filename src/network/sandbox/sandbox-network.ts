@@ -274,7 +274,7 @@ export class SandboxNetwork implements Network {
   /** Hands the due receipts to their sessions; a full batch is followed by another look at the next poll. */
   private async handReceipts(ids: string[]): Promise<void> {
     this.receiptsLookedAt = Date.now();
-    const look = await this.world.dueReceipts(ids, this.world.receiptBatch);
+    const look = await this.world.dueReceipts(ids);
     if (look.full) this.receiptsLookedAt = 0;
     const byDevice = new Map<string, DueReceipt[]>(ids.map((id) => [id, []]));
     for (const receipt of look.receipts) byDevice.get(receipt.deviceId)?.push(receipt);

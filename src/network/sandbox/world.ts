@@ -131,7 +131,7 @@ export interface ReceiptCursor {
   nid: string;
 }
 
-/** A device's cursors, and the receipts of one look that are theirs. */
+/** A device's cursors, one per kind of receipt. */
 export type ReceiptCursors = Record<ReceiptStatus, ReceiptCursor>;
 
 /** One look at the due receipts: what is due, and where each device's cursors stand once it is handed over. */
@@ -334,7 +334,7 @@ export class SandboxWorld {
   }
 
   /** Receipts of each kind a device's look takes at most (dueReceipts). */
-  get receiptBatch(): number {
+  private get receiptBatch(): number {
     return workBudget(this.database).receiptBatch;
   }
 
@@ -381,21 +381,21 @@ export class SandboxWorld {
       ],
     );
     const receipts = rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, status: r.status, at: r.at }));
-    // A kind that filled its batch continues after its last receipt; one that did not, at the look's end.
-    const taken = new Map<string, DueReceipt[]>();
+    // A kind that filled its batch continues after its last receipt (rows come in cursor order);
+    // one that did not, at the look's end.
+    const taken = new Map<string, { count: number; last: DueReceipt }>();
     for (const receipt of receipts) {
       const key = `${receipt.deviceId} ${receipt.status}`;
-      taken.set(key, [...(taken.get(key) ?? []), receipt]);
+      taken.set(key, { count: (taken.get(key)?.count ?? 0) + 1, last: receipt });
     }
     let full = false;
     const after = new Map<string, ReceiptCursors>();
     for (const deviceId of deviceIds) {
       const cursorOf = (status: ReceiptStatus): ReceiptCursor => {
-        const list = taken.get(`${deviceId} ${status}`) ?? [];
-        if (list.length < limit) return { at: until[status], nid: '' };
+        const kind = taken.get(`${deviceId} ${status}`);
+        if (!kind || kind.count < limit) return { at: until[status], nid: '' };
         full = true;
-        const last = list[list.length - 1]!;
-        return { at: last.at, nid: last.networkMessageId };
+        return { at: kind.last.at, nid: kind.last.networkMessageId };
       };
       after.set(deviceId, { DELIVERED: cursorOf('DELIVERED'), READ: cursorOf('READ') });
     }
