@@ -10,6 +10,7 @@ import { AppError, validationError, type FieldError } from '../platform/errors.j
 import { normalizePhone } from '../platform/phone.js';
 import { escapeLike } from '../directory/contact-store.js';
 import { chooseDevice } from '../devices/device-choice.js';
+import { DeviceStore } from '../devices/device-store.js';
 import type { PresenceState } from '../network/network.js';
 import { toMessage } from '../messaging/message-model.js';
 import type { Message } from '../messaging/message-record.js';
@@ -69,12 +70,15 @@ function decodeCursor(cursor: string): { page: number; position: store.ChatPosit
 export class ConversationService {
   private readonly countCap: number;
 
+  private readonly devices: DeviceStore;
+
   constructor(
     private readonly database: Database,
     private readonly bus: Bus,
     listingCountCap: number,
   ) {
     this.countCap = Math.min(listingCountCap, CHAT_COUNT_CAP);
+    this.devices = new DeviceStore(database);
   }
 
   /** Chats of the account's devices, newest activity first; `cursor` walks deep at the cost of one page. */
@@ -214,9 +218,9 @@ export class ConversationService {
   }
 
   private async onlyDevice(accountId: string): Promise<string> {
-    const rows = await this.database.query<{ id: string }>('SELECT id FROM devices WHERE account_id = $1 AND removed_at IS NULL ORDER BY created_at LIMIT 2', [accountId]);
-    if (rows.length === 0) throw new AppError('NOT_FOUND', 'Chat not found');
-    if (rows.length > 1) throw validationError('deviceId', 'is required: the account has more than one device, and a chat belongs to one');
-    return rows[0]!.id;
+    const ids = await this.devices.liveIds(accountId, 2);
+    if (ids.length === 0) throw new AppError('NOT_FOUND', 'Chat not found');
+    if (ids.length > 1) throw validationError('deviceId', 'is required: the account has more than one device, and a chat belongs to one');
+    return ids[0]!;
   }
 }

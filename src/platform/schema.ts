@@ -291,7 +291,8 @@ export const messages = pgTable(
   },
   (t) => [
     index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),
-    index('messages_job_idx').on(t.jobId),
+    // Partial (migration 0048): only a bulk job's messages have one, and they are read one job at a time.
+    index('messages_job_idx').on(t.jobId).where(sql`job_id IS NOT NULL`),
     uniqueIndex('messages_network_id_key').on(t.deviceId, t.networkMessageId),
   ],
 );
