@@ -210,7 +210,7 @@ describe('scopes', () => {
 });
 
 describe('removing an account', () => {
-  it('removes its messages and events with it (triggers, not per-row foreign keys), and nothing of other accounts', async () => {
+  it('removes its messages, events and chats with it (triggers, not per-row foreign keys), and nothing of other accounts', async () => {
     const gone = await createTenant(ctx);
     const kept = await createTenant(ctx);
     for (const tenant of [gone, kept]) {
@@ -218,14 +218,17 @@ describe('removing an account', () => {
       const body = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'bye', recipients: [phone()] });
       await waitForStatus(ctx, tenant, body.message.id, 'READ');
     }
-    const count = async (table: 'messages' | 'events', accountId: string): Promise<number> =>
+    const count = async (table: 'messages' | 'events' | 'chats', accountId: string): Promise<number> =>
       (await ctx.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE account_id = $1`, [accountId]))[0]!.n;
     expect(await count('messages', gone.accountId)).toBe(1);
     expect(await count('events', gone.accountId)).toBeGreaterThanOrEqual(3);
+    expect(await count('chats', gone.accountId)).toBe(1);
     await ctx.database.query('DELETE FROM accounts WHERE id = $1', [gone.accountId]);
     expect(await count('messages', gone.accountId)).toBe(0);
     expect(await count('events', gone.accountId)).toBe(0);
+    expect(await count('chats', gone.accountId)).toBe(0);
     expect(await count('messages', kept.accountId)).toBe(1);
     expect(await count('events', kept.accountId)).toBeGreaterThanOrEqual(3);
+    expect(await count('chats', kept.accountId)).toBe(1);
   });
 });

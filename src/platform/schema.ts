@@ -577,14 +577,14 @@ export const mediaChunks = pgTable(
 export const chats = pgTable(
   'chats',
   {
-    deviceId: text('device_id')
-      .notNull()
-      .references(() => devices.id, { onDelete: 'cascade' }),
+    /**
+     * No foreign keys (migration 0049): every insert takes its device and account from a devices
+     * row in the same statement, and a trigger on accounts removes an account's chats.
+     */
+    deviceId: text('device_id').notNull(),
     /** Direct: the person's number (digits), or <digits>@lid while it is unknown; group: <digits>@g.us. */
     id: text('id').notNull(),
-    accountId: text('account_id')
-      .notNull()
-      .references(() => accounts.id, { onDelete: 'cascade' }),
+    accountId: text('account_id').notNull(),
     type: text('type', { enum: ['direct', 'group'] }).notNull(),
     name: text('name'),
     phoneNumber: text('phone_number'),
