@@ -218,9 +218,9 @@ export class ConversationService {
   }
 
   private async onlyDevice(accountId: string): Promise<string> {
-    const ids = await this.devices.liveIds(accountId, 2);
-    if (ids.length === 0) throw new AppError('NOT_FOUND', 'Chat not found');
-    if (ids.length > 1) throw validationError('deviceId', 'is required: the account has more than one device, and a chat belongs to one');
-    return ids[0]!;
+    const { rows, total } = await this.devices.list(accountId, { limit: 1, offset: 0 });
+    if (total === 0) throw new AppError('NOT_FOUND', 'Chat not found');
+    if (total > 1) throw validationError('deviceId', 'is required: the account has more than one device, and a chat belongs to one');
+    return rows[0]!.id;
   }
 }

@@ -113,12 +113,6 @@ export class DeviceStore {
     return rows.length > 0;
   }
 
-  /** The ids of the account's devices that were not removed, oldest first, at most `limit`. */
-  async liveIds(accountId: string, limit: number): Promise<string[]> {
-    const rows = await this.database.query<{ id: string }>('SELECT id FROM devices WHERE account_id = $1 AND removed_at IS NULL ORDER BY created_at, id LIMIT $2', [accountId, limit]);
-    return rows.map((row) => row.id);
-  }
-
   /** A page of the account's devices that were not removed, newest first, with the total. */
   async list(accountId: string, page: { limit: number; offset: number; status?: DeviceStatus | undefined }): Promise<{ rows: DeviceRow[]; total: number }> {
     const params: unknown[] = [accountId, page.limit, page.offset];
