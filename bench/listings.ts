@@ -9,8 +9,8 @@
  *   GET /messages                 the same three
  * each target <= 200 ms, at limit 100 (the largest page). The offset page as deep as that cursor
  * is timed once and reported for information: offset cost grows with depth, a cursor's does not.
- * So are filtered page-1 requests (2% of the rows FAILED; a `to` that matches nothing), whose cost
- * grows with the rows a rare value leaves to read.
+ * So are filtered page-1 requests (2% of the rows FAILED; a `to` that matches nothing): such a
+ * filter is checked on at most LISTING_SCAN_CAP rows a page, so a rare value costs that, not the table.
  *
  * Before timing, every answer is checked against an independent query (ids of page 1, page 100,
  * the cursor page) and meta against the count cap, so a fast wrong answer cannot pass.

@@ -83,7 +83,7 @@ export function createServices(database: Database, config: Config, options: Serv
   const acks = new AckWaiter(bus, options.servesApi !== false);
   // Checks the URLs of webhook endpoints when they are stored (the delivery worker has its own client).
   const http = new GuardedHttp(config.allowPrivateUrls);
-  const lister = new Lister(database, config.listingCountCap);
+  const lister = new Lister(database, config.listingCountCap, config.listingScanCap);
   const devices = new DeviceService(database, bus, { pairingCodes: config.network === 'whatsapp' });
   const webhooks = new WebhookService(database, http, lister, bus);
   return {

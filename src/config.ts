@@ -72,6 +72,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** Listings count their total exactly up to this many rows; past it they answer the cap with totalExact false. */
   listingCountCap: number;
+  /** A filter no index serves (a message's status, device, direction or peer) is checked on at most this many rows per page and per count. */
+  listingScanCap: number;
   /** NETWORK=whatsapp only (src/network/whatsapp). */
   whatsapp: WhatsAppConfig;
   /** Who may sign up in the dashboard: only the first user of a fresh install, or anyone (each gets an account on `free`). */
@@ -304,6 +306,7 @@ export function loadConfig(env: Env = process.env): Config {
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 72_000, 1_000, 600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     listingCountCap: int('LISTING_COUNT_CAP', 10_000, 1, 1_000_000),
+    listingScanCap: int('LISTING_SCAN_CAP', 10_000, 1, 10_000_000),
     whatsapp: {
       warmupDailyCaps,
       ackTimeoutMs: int('WHATSAPP_ACK_TIMEOUT_MS', 20_000, 100, 300_000),

@@ -242,6 +242,65 @@ describe('capped count', () => {
   });
 });
 
+describe('sparse filters (a status, device, direction or peer: no index of their own)', () => {
+  const SCAN_CAP = 10;
+  let scanCtx: TestContext;
+
+  beforeAll(async () => {
+    scanCtx = await createTestApp({ LISTING_SCAN_CAP: String(SCAN_CAP) });
+  });
+
+  afterAll(async () => {
+    await scanCtx.close();
+  });
+
+  it(`read at most LISTING_SCAN_CAP (${SCAN_CAP}) rows a page: a rare value is found by following nextCursor, each row once, in order`, async () => {
+    const tenant = await createTenant(scanCtx);
+    const at = (seconds: number) => `now() - interval '${seconds} seconds'`;
+    // Oldest first: 3 FAILED, then 25 SENT, then 1 FAILED, newest.
+    const insert = async (count: number, status: string, secondsAgo: number) => {
+      const rows = await scanCtx.database.query<{ id: string }>(
+        `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, created_at)
+         SELECT 'msg_s' || lpad((g + $2)::text, 25, '0'), $1, 'dev_listing', 'out', '6281200000001', 'TEXT', 'hello', $4, 'SCAN' || (g + $2), ${at(secondsAgo)} + g * interval '1 millisecond'
+           FROM generate_series(1, $3) AS g
+         RETURNING id`,
+        [tenant.accountId, serial, count, status],
+      );
+      serial += count;
+      return rows.map((row) => row.id);
+    };
+    const oldFailed = await insert(3, 'FAILED', 300);
+    await insert(25, 'SENT', 200);
+    const newFailed = await insert(1, 'FAILED', 100);
+    const failed = [...newFailed, ...oldFailed.reverse()];
+    const get = async (query: string) => expectOk<ListingBody>(await call(scanCtx, tenant, 'GET', `/messages?${query}`));
+
+    const first = await get('limit=2&status=FAILED');
+    // The newest 10 rows hold one FAILED; the page is not full, yet the scan stopped at the cap.
+    expect(first.data.map((row) => row.id)).toEqual(newFailed);
+    expect(first.meta).toEqual({ total: 1, totalExact: false, page: 1, limit: 2, nextCursor: expect.any(String) });
+    const pages = [first];
+    for (let cursor = first.meta.nextCursor; cursor !== null; cursor = pages.at(-1)!.meta.nextCursor) {
+      pages.push(await get(`limit=2&status=FAILED&cursor=${encodeURIComponent(cursor)}`));
+      expect(pages.length, 'the walk ends').toBeLessThan(10);
+    }
+    expect(pages.flatMap((page) => page.data.map((row) => row.id))).toEqual(failed);
+    // 29 rows: the scans cover 1-10, 11-20 (nothing), 21-29 (two of three: a full page), then the last one.
+    expect(pages.map((page) => page.data.length)).toEqual([1, 0, 2, 1]);
+    expect(pages.at(-1)!.meta.nextCursor).toBeNull();
+
+    // A value found within the cap answers as any listing: full pages, and an exact total at the end.
+    expect((await get('limit=5&status=SENT')).data).toHaveLength(5);
+    const sentEnd = await get('limit=30&status=SENT');
+    expect(sentEnd.data).toHaveLength(9);
+    expect(sentEnd.meta).toEqual({ total: 9, totalExact: false, page: 1, limit: 30, nextCursor: expect.any(String) });
+    // The unfiltered listing is not capped by the scan: one page holds all 29.
+    expect((await get('limit=50')).meta).toEqual({ total: 29, totalExact: true, page: 1, limit: 50, nextCursor: null });
+    // A peer that matches nothing costs the cap too, and says so.
+    expect((await get('limit=5&to=6281299999999')).meta).toEqual({ total: 0, totalExact: false, page: 1, limit: 5, nextCursor: expect.any(String) });
+  });
+});
+
 async function allIds(tenant: Tenant): Promise<string[]> {
   const rows = await ctx.database.query<{ id: string }>('SELECT id FROM messages WHERE account_id = $1', [tenant.accountId]);
   return rows.map((row) => row.id);

@@ -99,6 +99,7 @@ export function Pager({
   label,
   totalExact = true,
   hasNext,
+  shown,
 }: {
   page: number;
   limit: number;
@@ -107,17 +108,26 @@ export function Pager({
   label: string;
   totalExact?: boolean;
   hasNext?: boolean;
+  /** Rows on this page, when a page may be short before the end (a filter read a bounded number of rows). */
+  shown?: number;
 }) {
   const pages = Math.max(1, Math.ceil(total / limit));
-  if (total === 0) return null;
+  if (total === 0 && !hasNext && page <= 1) return null;
   const first = (page - 1) * limit + 1;
   const last = totalExact ? Math.min(total, page * limit) : page * limit;
   const next = hasNext ?? page < pages;
   return (
     <nav className="pager" aria-label={`${label} pages`}>
       <span className="muted">
-        {first}–{last} of {total.toLocaleString()}
-        {totalExact ? '' : '+'}
+        {shown !== undefined && !totalExact ? (
+          // Pages of a bounded filter may be short, so positions are not known: say what is.
+          `${shown.toLocaleString()} on this page, at least ${total.toLocaleString()} in all`
+        ) : (
+          <>
+            {first}–{last} of {total.toLocaleString()}
+            {totalExact ? '' : '+'}
+          </>
+        )}
       </span>
       <button type="button" className="button secondary small" disabled={page <= 1} onClick={() => onPage(page - 1)}>
         Previous

@@ -39,11 +39,16 @@ export const ListingQuery = {
 };
 
 export const ListingMeta = Type.Object({
-  total: Type.Integer({ description: 'Rows matching, counted up to a cap (LISTING_COUNT_CAP, default 10,000); see totalExact' }),
-  totalExact: Type.Boolean({ description: 'false when counting stopped at the cap: then there are at least `total` rows' }),
+  total: Type.Integer({
+    description: 'Rows matching, counted up to a cap (LISTING_COUNT_CAP, default 10,000); a filter without an index of its own counts among the newest LISTING_SCAN_CAP rows. See totalExact',
+  }),
+  totalExact: Type.Boolean({ description: 'false when counting stopped at a cap: then there are at least `total` rows' }),
   page: Type.Integer(),
   limit: Type.Integer(),
-  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last page' }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'Pass as `cursor` for the next page; null on the last page. With a filter that reads at most LISTING_SCAN_CAP rows a page, a page may hold fewer than `limit` rows (even none) and still have a next one',
+  }),
 }, { title: 'ListingMeta' });
 
 export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() }, { title: 'FieldError' });

@@ -321,16 +321,22 @@ export interface MessageFilter {
   peer?: string | undefined;
 }
 
+/**
+ * The account's messages, newest first along messages_account_created_idx, or a job's along
+ * messages_job_idx; the other filters have no index of their own in that order (one on the
+ * status would make every status change a non-HOT update), so they are sparse filters.
+ */
 export function messageListingSource(accountId: string, filter: MessageFilter): ListingSource {
   const where = ['m.account_id = $1'];
+  const sparse: string[] = [];
   const params: unknown[] = [accountId];
-  const columns = { status: 'm.status', jobId: 'm.job_id', deviceId: 'm.device_id', direction: 'm.direction', peer: 'm.peer' } as const;
+  const columns = { jobId: 'm.job_id', status: 'm.status', deviceId: 'm.device_id', direction: 'm.direction', peer: 'm.peer' } as const;
   for (const [key, column] of Object.entries(columns) as [keyof MessageFilter, string][]) {
     if (!filter[key]) continue;
     params.push(filter[key]);
-    where.push(`${column} = $${params.length}`);
+    (key === 'jobId' ? where : sparse).push(`${column} = $${params.length}`);
   }
-  return { kind: 'messages', table: 'messages m', alias: 'm', where, params };
+  return { kind: 'messages', table: 'messages m', alias: 'm', where, sparse, params };
 }
 
 export interface IncomingMessage {

@@ -10,6 +10,11 @@
  *   cursor and sort before it).
  * - Total. Counted exactly up to the count cap (LISTING_COUNT_CAP); past it, counting stops,
  *   `total` is the cap and `totalExact` is false: "at least `total`".
+ * - Sparse filters (conditions no index serves in the listing's order, e.g. a message status) are
+ *   checked on at most the scan cap's rows (LISTING_SCAN_CAP) of that order per answer, and per
+ *   count: a value that almost never occurs costs the cap, not the table. A page whose scan ended
+ *   at the cap may hold fewer rows than `limit` (even none); its `nextCursor` continues after the
+ *   last row it read, and its total is "at least".
  *
  * A cursor is opaque to clients: base64url of [listing, page, createdAt in ms, id]; every listed
  * table's created_at is timestamp(3), so milliseconds carry the position exactly. It carries a
@@ -54,6 +59,11 @@ export interface ListingSource {
   where: string[];
   params: unknown[];
   /**
+   * Conditions (ANDed, placeholders into `params` too) on the rows `where` finds, in order, that
+   * no index serves: each answer and each count checks them on at most the scan cap's rows.
+   */
+  sparse?: string[];
+  /**
    * Turns the page (a subquery over the table's columns, in order) into the answer's rows; it
    * must keep the order. Joins go here, so they run for the page's rows only.
    */
@@ -96,10 +106,14 @@ function decodeCursor(kind: ListingKind, cursor: string): Position {
 }
 
 export class Lister {
-  /** countCap: the most rows a total counts before it stops and says "at least". */
+  /**
+   * countCap: the most rows a total counts before it stops and says "at least"; scanCap: the most
+   * rows of the listing's order that a sparse filter is checked on, per answer and per count.
+   */
   constructor(
     private readonly database: Database,
     readonly countCap: number,
+    readonly scanCap: number,
   ) {}
 
   async list<Row extends { created_at: Date; id: string }>(source: ListingSource, request: ListingRequest): Promise<Listing<Row>> {
@@ -108,34 +122,61 @@ export class Lister {
     const page = after?.page ?? request.page;
     const offset = after ? 0 : (page - 1) * limit;
     const { alias } = source;
-    const filter = source.where.join(' AND ');
+    const sparse = source.sparse ?? [];
     const params = [...source.params];
     const next = (value: unknown): string => {
       params.push(value);
       return `$${params.length}`;
     };
     const keyset = after ? ` AND (${alias}.created_at, ${alias}.id) < (${next(after.createdAt)}::timestamptz, ${next(after.id)}::text)` : '';
+    const scanned = `${source.table} WHERE ${source.where.join(' AND ')}${keyset}`;
+    const scannedParams = [...params];
+    // The rows a sparse filter is checked on: the next scanCap of the order, as the table's alias.
+    const from = sparse.length > 0 ? `(SELECT ${alias}.* FROM ${scanned} ORDER BY ${ORDER(alias)} LIMIT ${next(this.scanCap)}) AS ${alias} WHERE ${sparse.join(' AND ')}` : scanned;
     // One row beyond the page says whether there is a next one.
-    const pageSql = `SELECT ${source.columns ?? `${alias}.*`} FROM ${source.table} WHERE ${filter}${keyset}
-      ORDER BY ${alias}.created_at DESC NULLS LAST, ${alias}.id DESC NULLS LAST LIMIT ${next(limit + 1)} OFFSET ${next(offset)}`;
+    const pageSql = `SELECT ${source.columns ?? `${alias}.*`} FROM ${from} ORDER BY ${ORDER(alias)} LIMIT ${next(limit + 1)} OFFSET ${next(offset)}`;
     const rows = await this.database.query<Row>(source.decorate ? source.decorate(`(${pageSql}) AS ${alias}`) : pageSql, params);
     const more = rows.length > limit;
     if (more) rows.length = limit;
-    const last = rows.at(-1);
-    const nextCursor = more && last ? encodeCursor(source.kind, { page: Math.min(page + 1, MAX_PAGE), createdAt: last.created_at, id: last.id }) : null;
+    // A page that is not full ended its listing, unless its scan stopped at the cap first.
+    const edge = more || sparse.length === 0 ? undefined : await this.scanEdge(scanned, alias, sparse, scannedParams);
+    const last = more ? rows.at(-1) : edge;
+    const nextCursor = last ? encodeCursor(source.kind, { page: Math.min(page + 1, MAX_PAGE), createdAt: last.created_at, id: last.id }) : null;
     // An offset page that ends the listing knows the total without counting.
-    const known = !after && !more && (rows.length > 0 || page === 1) ? offset + rows.length : undefined;
+    const known = !after && !more && !edge && (rows.length > 0 || page === 1) ? offset + rows.length : undefined;
     const { total, totalExact } = known !== undefined ? { total: known, totalExact: true } : await this.count(source);
     return { data: rows, meta: { total, totalExact, page, limit, nextCursor } };
   }
 
-  /** Counts the filtered rows, stopping at countCap + 1: a cost bounded by the cap. */
-  private async count(source: ListingSource): Promise<{ total: number; totalExact: boolean }> {
-    const [row] = await this.database.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${source.table} WHERE ${source.where.join(' AND ')} LIMIT ${this.countCap + 1}) AS capped`,
-      source.params,
+  /** Where a sparse filter's scan stopped, if it stopped at the cap: the last row it read. */
+  private async scanEdge(scanned: string, alias: string, sparse: string[], params: unknown[]): Promise<{ created_at: Date; id: string } | undefined> {
+    // The filter is selected only so that the statement takes the same parameters as the page's.
+    const [row] = await this.database.query<{ created_at: Date; id: string }>(
+      `SELECT ${alias}.created_at, ${alias}.id, (${sparse.join(' AND ')}) AS matched FROM ${scanned} ORDER BY ${ORDER(alias)} LIMIT 1 OFFSET ${this.scanCap - 1}`,
+      params,
     );
+    return row;
+  }
+
+  /**
+   * Counts the filtered rows, stopping at countCap + 1: a cost bounded by the cap. A sparse
+   * filter is counted on the listing's first scanCap rows; past them the total is "at least".
+   */
+  private async count(source: ListingSource): Promise<{ total: number; totalExact: boolean }> {
+    const { alias } = source;
+    const where = source.where.join(' AND ');
+    const sparse = source.sparse ?? [];
+    const sql =
+      sparse.length > 0
+        ? `SELECT count(*) FILTER (WHERE ${sparse.join(' AND ')})::int AS n, count(*)::int AS scanned
+             FROM (SELECT ${alias}.* FROM ${source.table} WHERE ${where} ORDER BY ${ORDER(alias)} LIMIT ${this.scanCap}) AS ${alias}`
+        : `SELECT count(*)::int AS n, 0 AS scanned FROM (SELECT 1 FROM ${source.table} WHERE ${where} LIMIT ${this.countCap + 1}) AS capped`;
+    const [row] = await this.database.query<{ n: number; scanned: number }>(sql, source.params);
     const n = row?.n ?? 0;
-    return n > this.countCap ? { total: this.countCap, totalExact: false } : { total: n, totalExact: true };
+    if (n > this.countCap) return { total: this.countCap, totalExact: false };
+    return { total: n, totalExact: sparse.length === 0 || (row?.scanned ?? 0) < this.scanCap };
   }
 }
+
+/** SQL: the order of every listing, newest first. */
+const ORDER = (alias: string): string => `${alias}.created_at DESC NULLS LAST, ${alias}.id DESC NULLS LAST`;

@@ -291,8 +291,9 @@ export const messages = pgTable(
   },
   (t) => [
     index('messages_account_created_idx').on(t.accountId, t.createdAt.desc(), t.id.desc()),
-    // Partial (migration 0048): only a bulk job's messages have one, and they are read one job at a time.
-    index('messages_job_idx').on(t.jobId).where(sql`job_id IS NOT NULL`),
+    // Partial (migration 0048): only a bulk job's messages have one, and they are read one job at a
+    // time; in the listings' order (migration 0050), so GET /messages?jobId= reads one page of it.
+    index('messages_job_idx').on(t.jobId, t.createdAt.desc(), t.id.desc()).where(sql`job_id IS NOT NULL`),
     uniqueIndex('messages_network_id_key').on(t.deviceId, t.networkMessageId),
   ],
 );

@@ -16,11 +16,15 @@ export function MessagesPage() {
   const to = params.get('to') ?? '';
   const jobId = params.get('jobId') ?? '';
   const page = Number(params.get('page') ?? '1') || 1;
+  // Next follows the server's cursor: with a filter read a bounded number of rows a page (status,
+  // number), a page may be short or empty and still have a next one that an offset would not reach.
+  const cursor = params.get('cursor') ?? undefined;
   const [draft, setDraft] = useState({ status, to, jobId });
+  const [trail, setTrail] = useState<(string | undefined)[]>([]);
 
   const messages = useQuery({
-    queryKey: ['messages', { status, to, jobId, page }],
-    queryFn: () => api<Listing<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, page, limit: 25 } }),
+    queryKey: ['messages', { status, to, jobId, page, cursor }],
+    queryFn: () => api<Listing<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, page, cursor, limit: 25 } }),
     // Statuses move on their own (receipts): keep the page current while some still can.
     refetchInterval: (query) => (query.state.data?.data.some((message) => MOVING.has(message.status)) ? 3000 : 15_000),
   });
@@ -30,14 +34,29 @@ export function MessagesPage() {
     if (draft.status) next.set('status', draft.status);
     if (draft.to.trim()) next.set('to', draft.to.trim());
     if (draft.jobId.trim()) next.set('jobId', draft.jobId.trim());
+    setTrail([]);
     setParams(next);
   };
   const shown = messages.data?.data ?? [];
   const byId = new Map(shown.map((message) => [message.id, message]));
   const reactions = reactionsByTarget(shown);
+  /** Next by the answer's cursor; Previous back along the cursors that led here, else by offset. */
   const setPage = (value: number): void => {
     const next = new URLSearchParams(params);
     next.set('page', String(value));
+    const forward = value === page + 1 ? messages.data?.meta.nextCursor : undefined;
+    const back = value === page - 1 && trail.length > 0 ? trail.at(-1) : undefined;
+    if (forward) {
+      next.set('cursor', forward);
+      setTrail([...trail, cursor]);
+    } else if (back !== undefined || (value === page - 1 && trail.length > 0)) {
+      if (back) next.set('cursor', back);
+      else next.delete('cursor');
+      setTrail(trail.slice(0, -1));
+    } else {
+      next.delete('cursor');
+      setTrail([]);
+    }
     setParams(next);
   };
 
@@ -68,7 +87,9 @@ export function MessagesPage() {
       </form>
       {messages.isPending ? <Loading what="messages" /> : null}
       <ErrorBox error={messages.error} />
-      {messages.data && messages.data.data.length === 0 ? <Empty>No messages match.</Empty> : null}
+      {messages.data && messages.data.data.length === 0 ? (
+        <Empty>{messages.data.meta.nextCursor ? 'None among these messages; Next looks at older ones.' : 'No messages match.'}</Empty>
+      ) : null}
       {messages.data && messages.data.data.length > 0 ? (
         <div className="table-wrap">
           <table>
@@ -132,7 +153,7 @@ export function MessagesPage() {
           </table>
         </div>
       ) : null}
-      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} totalExact={messages.data.meta.totalExact} hasNext={messages.data.meta.nextCursor !== null} onPage={setPage} /> : null}
+      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} totalExact={messages.data.meta.totalExact} hasNext={messages.data.meta.nextCursor !== null} shown={status || to ? shown.length : undefined} onPage={setPage} /> : null}
     </section>
   );
 }
