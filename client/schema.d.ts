@@ -1756,13 +1756,13 @@ export interface components {
          *     }
          */
         ListingMeta: {
-            /** @description Rows matching, counted up to a cap (LISTING_COUNT_CAP, default 10,000); see totalExact */
+            /** @description Rows matching, counted up to a cap (LISTING_COUNT_CAP, default 10,000); a filter without an index of its own counts among the newest LISTING_SCAN_CAP rows. See totalExact */
             total: number;
-            /** @description false when counting stopped at the cap: then there are at least `total` rows */
+            /** @description false when counting stopped at a cap: then there are at least `total` rows */
             totalExact: boolean;
             page: number;
             limit: number;
-            /** @description Pass as `cursor` for the next page; null on the last page */
+            /** @description Pass as `cursor` for the next page; null on the last page. With a filter that reads at most LISTING_SCAN_CAP rows a page, a page may hold fewer than `limit` rows (even none) and still have a next one */
             nextCursor: string | null;
         };
         /** Location */

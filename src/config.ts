@@ -72,7 +72,7 @@ export interface Config {
   bodyLimitBytes: number;
   /** Listings count their total exactly up to this many rows; past it they answer the cap with totalExact false. */
   listingCountCap: number;
-  /** A filter no index serves (a message's status, device, direction or peer) is checked on at most this many rows per page and per count. */
+  /** A listing filter no index serves (e.g. a message's status or peer) is checked on at most this many rows per page and per count. */
   listingScanCap: number;
   /** NETWORK=whatsapp only (src/network/whatsapp). */
   whatsapp: WhatsAppConfig;

@@ -299,6 +299,54 @@ describe('sparse filters (a status, device, direction or peer: no index of their
     // A peer that matches nothing costs the cap too, and says so.
     expect((await get('limit=5&to=6281299999999')).meta).toEqual({ total: 0, totalExact: false, page: 1, limit: 5, nextCursor: expect.any(String) });
   });
+
+  it('the same for a bulk job status and a delivery status other than FAILED (which has an index of its own)', async () => {
+    const tenant = await createTenant(scanCtx);
+    const device = expectOk<{ data: { id: string } }>(await call(scanCtx, tenant, 'POST', '/devices', { name: 'phone' }), 201);
+    // One CANCELLED job, then SCAN_CAP + 2 COMPLETED ones, newer.
+    await scanCtx.database.query(
+      `INSERT INTO bulk_jobs (id, account_id, device_id, status, type, content, total_contacts, created_at)
+       SELECT 'job_s' || lpad((g + $2)::text, 25, '0'), $1, $3, CASE WHEN g = 0 THEN 'CANCELLED' ELSE 'COMPLETED' END, 'TEXT', 'hi', 1, now() - interval '1 hour' + g * interval '1 second'
+         FROM generate_series(0, $4) AS g`,
+      [tenant.accountId, serial, device.data.id, SCAN_CAP + 2],
+    );
+    serial += SCAN_CAP + 3;
+    const jobs = async (query: string) => expectOk<ListingBody>(await call(scanCtx, tenant, 'GET', `/messages/bulk-jobs?${query}`));
+    const firstJobs = await jobs('limit=5&status=CANCELLED');
+    expect(firstJobs.data).toEqual([]);
+    expect(firstJobs.meta).toMatchObject({ total: 0, totalExact: false, nextCursor: expect.any(String) });
+    const lastJobs = await jobs(`limit=5&status=CANCELLED&cursor=${firstJobs.meta.nextCursor}`);
+    expect(lastJobs.data.map((job) => job.id)).toEqual([`job_s${String(serial - SCAN_CAP - 3).padStart(25, '0')}`]);
+    expect(lastJobs.meta.nextCursor).toBeNull();
+
+    // Deliveries: SCAN_CAP + 1 SUCCEEDED newest, under them 2 PENDING and 2 FAILED.
+    const endpoint = expectOk<{ data: { id: string } }>(await call(scanCtx, tenant, 'POST', '/webhooks', { url: 'https://1.1.1.1/hooks/scan', active: false }), 201).data.id;
+    const add = async (count: number, status: string, secondsAgo: number) => {
+      await scanCtx.database.query(
+        `WITH e AS (
+           INSERT INTO events (id, account_id, seq, type, data, created_at)
+           SELECT 'evt_s' || lpad((g + $2)::text, 25, '0'), $1, g + $2, 'webhook.test', '{}'::jsonb, now() - $4 * interval '1 second' + g * interval '1 millisecond'
+             FROM generate_series(1, $3) AS g
+           RETURNING id, created_at)
+         INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, status, attempts, created_at)
+         SELECT 'whd_s' || substr(e.id, 6), $1, $5, e.id, $6, 1, e.created_at FROM e`,
+        [tenant.accountId, serial, count, secondsAgo, endpoint, status],
+      );
+      serial += count;
+    };
+    await add(2, 'FAILED', 400);
+    await add(2, 'PENDING', 300);
+    await add(SCAN_CAP + 1, 'SUCCEEDED', 200);
+    const deliveries = async (query: string) => expectOk<ListingBody>(await call(scanCtx, tenant, 'GET', `/webhooks/${endpoint}/deliveries?${query}`));
+    const pending = await deliveries('limit=5&status=PENDING');
+    expect(pending.data).toEqual([]);
+    expect(pending.meta).toMatchObject({ total: 0, totalExact: false, nextCursor: expect.any(String) });
+    expect((await deliveries(`limit=5&status=PENDING&cursor=${pending.meta.nextCursor}`)).data).toHaveLength(2);
+    // FAILED is read along its own index: both on page 1, exactly counted.
+    const failed = await deliveries('limit=5&status=FAILED');
+    expect(failed.data).toHaveLength(2);
+    expect(failed.meta).toMatchObject({ total: 2, totalExact: true, nextCursor: null });
+  });
 });
 
 async function allIds(tenant: Tenant): Promise<string[]> {

@@ -88,6 +88,25 @@ export function StatusBadge({ status, testId }: { status: string; testId?: strin
 }
 
 /**
+ * Where the user is in a listing of the server's unbounded tables: Next takes the answer's
+ * nextCursor, Previous walks back along the cursors that led here. A filter without an index of
+ * its own reads a bounded number of rows a page, so its pages may be short or even empty and still
+ * have a next one, which only the cursor reaches. The walk starts again when `filters` changes.
+ */
+export function useCursorPages(filters: string): { page: number; cursor: string | undefined; onPage: (page: number, nextCursor: string | null | undefined) => void } {
+  const [walk, setWalk] = useState<{ filters: string; cursors: (string | undefined)[] }>({ filters, cursors: [undefined] });
+  const cursors = walk.filters === filters ? walk.cursors : [undefined];
+  return {
+    page: cursors.length,
+    cursor: cursors.at(-1),
+    onPage(page, nextCursor) {
+      if (page > cursors.length && nextCursor) setWalk({ filters, cursors: [...cursors, nextCursor] });
+      else if (page < cursors.length) setWalk({ filters, cursors: cursors.slice(0, Math.max(1, page)) });
+    },
+  };
+}
+
+/**
  * Previous/next over a listing. A total that is not exact (meta.totalExact false: counting stopped
  * at the server's cap) is shown as "N+", and Next follows the server's nextCursor instead of the count.
  */

@@ -228,19 +228,21 @@ export async function deliveryStatus(db: Queryable, accountId: string, endpointI
   return row?.status;
 }
 
-/** The endpoint's deliveries (optionally of one status) for the Lister: newest first, as DeliveryRow. */
+/**
+ * The endpoint's deliveries (optionally of one status) for the Lister: newest first, as
+ * DeliveryRow. FAILED has an index of its own in that order (webhook_deliveries_failed_idx);
+ * the other statuses are sparse filters.
+ */
 export function deliveryListing(accountId: string, endpointId: string, status?: DeliveryStatus): ListingSource {
   const where = ['d.endpoint_id = $1', 'd.account_id = $2'];
   const params: unknown[] = [endpointId, accountId];
-  if (status) {
-    params.push(status);
-    where.push('d.status = $3');
-  }
+  if (status) params.push(status);
   return {
     kind: 'webhook-deliveries',
     table: 'webhook_deliveries d',
     alias: 'd',
-    where,
+    where: status === 'FAILED' ? [...where, 'd.status = $3'] : where,
+    sparse: status && status !== 'FAILED' ? ['d.status = $3'] : [],
     params,
     decorate: (page) => `SELECT ${DELIVERY_COLUMNS} FROM ${page} JOIN events e ON e.id = d.event_id ORDER BY d.created_at DESC NULLS LAST, d.id DESC NULLS LAST`,
   };

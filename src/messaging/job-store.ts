@@ -99,14 +99,10 @@ export async function getJob(db: Queryable, accountId: string, id: string): Prom
   return row;
 }
 
+/** The account's jobs newest first along bulk_jobs_account_idx; a status has no index of its own, so it is a sparse filter. */
 export function jobListingSource(accountId: string, status: string | undefined): ListingSource {
-  const where = ['j.account_id = $1'];
-  const params: unknown[] = [accountId];
-  if (status) {
-    params.push(status);
-    where.push('j.status = $2');
-  }
-  return { kind: 'bulk-jobs', table: 'bulk_jobs j', alias: 'j', columns: BULK_JOB_COLUMNS, where, params };
+  const params: unknown[] = status ? [accountId, status] : [accountId];
+  return { kind: 'bulk-jobs', table: 'bulk_jobs j', alias: 'j', columns: BULK_JOB_COLUMNS, where: ['j.account_id = $1'], sparse: status ? ['j.status = $2'] : [], params };
 }
 
 export interface LockedJob {

@@ -73,7 +73,7 @@ describe.skipIf(!available)('the Messages page walks a sparse filter by cursor, 
     await page.getByText('undeliverable 1').waitFor();
     expect(await page.getByText('delivered fine', { exact: false }).count()).toBe(0);
     expect(await next.isDisabled()).toBe(true);
-    expect(new URL(page.url()).searchParams.get('cursor')).not.toBeNull();
+    await page.getByRole('navigation', { name: 'Messages pages' }).getByText('Page 4', { exact: true }).waitFor();
 
     // Back along the same cursors: page 3 is empty again, then page 1.
     await previous.click();
@@ -82,6 +82,7 @@ describe.skipIf(!available)('the Messages page walks a sparse filter by cursor, 
     await previous.click();
     await previous.click();
     await page.getByRole('navigation', { name: 'Messages pages' }).getByText('Page 1', { exact: true }).waitFor();
-    expect(new URL(page.url()).searchParams.get('cursor')).toBeNull();
+    await page.getByText('None among these messages; Next looks at older ones.').waitFor();
+    expect(await previous.isDisabled()).toBe(true);
   }, 90_000);
 });

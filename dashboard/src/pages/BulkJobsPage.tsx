@@ -3,16 +3,16 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api';
 import type { BulkJob, Listing } from '../types';
-import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, Pager, Time } from '../ui';
+import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, Pager, Time, useCursorPages } from '../ui';
 import { ACTIVE_JOB, JobBar } from './JobProgress';
 
 export function BulkJobsPage() {
   const client = useQueryClient();
-  const [page, setPage] = useState(1);
   const [status, setStatus] = useState('');
+  const { page, cursor, onPage } = useCursorPages(status);
   const jobs = useQuery({
-    queryKey: ['bulk-jobs', 'list', page, status],
-    queryFn: () => api<Listing<BulkJob>>('/messages/bulk-jobs', { query: { page, limit: 20, status } }),
+    queryKey: ['bulk-jobs', 'list', cursor, status],
+    queryFn: () => api<Listing<BulkJob>>('/messages/bulk-jobs', { query: { cursor, limit: 20, status } }),
     // Every second while a job on the page runs; otherwise now and then.
     refetchInterval: (query) => (query.state.data?.data.some((job) => ACTIVE_JOB.has(job.status)) ? 1000 : 10_000),
   });
@@ -21,7 +21,7 @@ export function BulkJobsPage() {
       <PageHeader title="Bulk jobs" description="Messages to many recipients, sent one after another from a device. Progress updates live." actions={<Link className="button primary" to="/send">New message</Link>} />
       <div className="filters">
         <label htmlFor="job-status">Status</label>
-        <select id="job-status" value={status} onChange={(e) => { setStatus(e.target.value); setPage(1); }}>
+        <select id="job-status" value={status} onChange={(e) => setStatus(e.target.value)}>
           <option value="">All</option>
           {['SCHEDULED', 'PROCESSING', 'COMPLETED', 'CANCELLED'].map((value) => (
             <option key={value}>{value}</option>
@@ -30,7 +30,13 @@ export function BulkJobsPage() {
       </div>
       {jobs.isPending ? <Loading what="bulk jobs" /> : null}
       <ErrorBox error={jobs.error} />
-      {jobs.data && jobs.data.data.length === 0 ? <Empty>No bulk jobs{status ? ` with status ${status}` : ''}. Send to more than 10 numbers, or to a group, to start one.</Empty> : null}
+      {jobs.data && jobs.data.data.length === 0 ? (
+        jobs.data.meta.nextCursor ? (
+          <Empty>None among these jobs; Next looks at older ones.</Empty>
+        ) : (
+          <Empty>No bulk jobs{status ? ` with status ${status}` : ''}. Send to more than 10 numbers, or to a group, to start one.</Empty>
+        )
+      ) : null}
       <ul className="job-list">
         {jobs.data?.data.map((job) => (
           <li key={job.id} className="card">
@@ -78,7 +84,7 @@ export function BulkJobsPage() {
           </li>
         ))}
       </ul>
-      {jobs.data ? <Pager label="Bulk jobs" page={page} limit={jobs.data.meta.limit} total={jobs.data.meta.total} totalExact={jobs.data.meta.totalExact} hasNext={jobs.data.meta.nextCursor !== null} onPage={setPage} /> : null}
+      {jobs.data ? <Pager label="Bulk jobs" page={page} limit={jobs.data.meta.limit} total={jobs.data.meta.total} totalExact={jobs.data.meta.totalExact} hasNext={jobs.data.meta.nextCursor !== null} shown={status ? jobs.data.data.length : undefined} onPage={(value) => onPage(value, jobs.data?.meta.nextCursor)} /> : null}
     </section>
   );
 }

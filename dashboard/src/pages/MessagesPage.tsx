@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../api';
 import type { Listing, Message } from '../types';
-import { ConfirmButton, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time } from '../ui';
+import { ConfirmButton, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time, useCursorPages } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, Quote, Reactions, reactionsByTarget } from '../message-view';
 
 const STATUSES = ['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'];
@@ -15,16 +15,12 @@ export function MessagesPage() {
   const status = params.get('status') ?? '';
   const to = params.get('to') ?? '';
   const jobId = params.get('jobId') ?? '';
-  const page = Number(params.get('page') ?? '1') || 1;
-  // Next follows the server's cursor: with a filter read a bounded number of rows a page (status,
-  // number), a page may be short or empty and still have a next one that an offset would not reach.
-  const cursor = params.get('cursor') ?? undefined;
+  const { page, cursor, onPage } = useCursorPages(`${status}|${to}|${jobId}`);
   const [draft, setDraft] = useState({ status, to, jobId });
-  const [trail, setTrail] = useState<(string | undefined)[]>([]);
 
   const messages = useQuery({
-    queryKey: ['messages', { status, to, jobId, page, cursor }],
-    queryFn: () => api<Listing<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, page, cursor, limit: 25 } }),
+    queryKey: ['messages', { status, to, jobId, cursor }],
+    queryFn: () => api<Listing<Message>>('/messages', { query: { status, to: to.replace(/[^\d]/g, ''), jobId, cursor, limit: 25 } }),
     // Statuses move on their own (receipts): keep the page current while some still can.
     refetchInterval: (query) => (query.state.data?.data.some((message) => MOVING.has(message.status)) ? 3000 : 15_000),
   });
@@ -34,31 +30,11 @@ export function MessagesPage() {
     if (draft.status) next.set('status', draft.status);
     if (draft.to.trim()) next.set('to', draft.to.trim());
     if (draft.jobId.trim()) next.set('jobId', draft.jobId.trim());
-    setTrail([]);
     setParams(next);
   };
   const shown = messages.data?.data ?? [];
   const byId = new Map(shown.map((message) => [message.id, message]));
   const reactions = reactionsByTarget(shown);
-  /** Next by the answer's cursor; Previous back along the cursors that led here, else by offset. */
-  const setPage = (value: number): void => {
-    const next = new URLSearchParams(params);
-    next.set('page', String(value));
-    const forward = value === page + 1 ? messages.data?.meta.nextCursor : undefined;
-    const back = value === page - 1 && trail.length > 0 ? trail.at(-1) : undefined;
-    if (forward) {
-      next.set('cursor', forward);
-      setTrail([...trail, cursor]);
-    } else if (back !== undefined || (value === page - 1 && trail.length > 0)) {
-      if (back) next.set('cursor', back);
-      else next.delete('cursor');
-      setTrail(trail.slice(0, -1));
-    } else {
-      next.delete('cursor');
-      setTrail([]);
-    }
-    setParams(next);
-  };
 
   return (
     <section>
@@ -153,7 +129,7 @@ export function MessagesPage() {
           </table>
         </div>
       ) : null}
-      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} totalExact={messages.data.meta.totalExact} hasNext={messages.data.meta.nextCursor !== null} shown={status || to ? shown.length : undefined} onPage={setPage} /> : null}
+      {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} totalExact={messages.data.meta.totalExact} hasNext={messages.data.meta.nextCursor !== null} shown={status || to ? shown.length : undefined} onPage={(value) => onPage(value, messages.data?.meta.nextCursor)} /> : null}
     </section>
   );
 }
