@@ -142,9 +142,10 @@ export class Lister {
     const edge = more || sparse.length === 0 ? undefined : await this.scanEdge(scanned, alias, sparse, scannedParams);
     const last = more ? rows.at(-1) : edge;
     const nextCursor = last ? encodeCursor(source.kind, { page: Math.min(page + 1, MAX_PAGE), createdAt: last.created_at, id: last.id }) : null;
-    // An offset page that ends the listing knows the total without counting.
-    const known = !after && !more && !edge && (rows.length > 0 || page === 1) ? offset + rows.length : undefined;
-    const { total, totalExact } = known !== undefined ? { total: known, totalExact: true } : await this.count(source);
+    // An offset page that ends the listing knows the total without counting; one whose scan
+    // stopped at the cap knows what counting that same first scan would find: "at least".
+    const known = !after && !more && (rows.length > 0 || page === 1) ? offset + rows.length : undefined;
+    const { total, totalExact } = known !== undefined ? { total: known, totalExact: !edge } : await this.count(source);
     return { data: rows, meta: { total, totalExact, page, limit, nextCursor } };
   }
 
