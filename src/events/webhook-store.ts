@@ -237,12 +237,13 @@ export function deliveryListing(accountId: string, endpointId: string, status?: 
   const where = ['d.endpoint_id = $1', 'd.account_id = $2'];
   const params: unknown[] = [endpointId, accountId];
   if (status) params.push(status);
+  const byStatus = status ? ['d.status = $3'] : [];
   return {
     kind: 'webhook-deliveries',
     table: 'webhook_deliveries d',
     alias: 'd',
-    where: status === 'FAILED' ? [...where, 'd.status = $3'] : where,
-    sparse: status && status !== 'FAILED' ? ['d.status = $3'] : [],
+    where: status === 'FAILED' ? [...where, ...byStatus] : where,
+    sparse: status === 'FAILED' ? [] : byStatus,
     params,
     decorate: (page) => `SELECT ${DELIVERY_COLUMNS} FROM ${page} JOIN events e ON e.id = d.event_id ORDER BY d.created_at DESC NULLS LAST, d.id DESC NULLS LAST`,
   };

@@ -131,8 +131,7 @@ export class Lister {
     const keyset = after ? ` AND (${alias}.created_at, ${alias}.id) < (${next(after.createdAt)}::timestamptz, ${next(after.id)}::text)` : '';
     const scanned = `${source.table} WHERE ${source.where.join(' AND ')}${keyset}`;
     const scannedParams = [...params];
-    // The rows a sparse filter is checked on: the next scanCap of the order, as the table's alias.
-    const from = sparse.length > 0 ? `(SELECT ${alias}.* FROM ${scanned} ORDER BY ${ORDER(alias)} LIMIT ${next(this.scanCap)}) AS ${alias} WHERE ${sparse.join(' AND ')}` : scanned;
+    const from = sparse.length > 0 ? `${this.scanWindow(scanned, alias)} WHERE ${sparse.join(' AND ')}` : scanned;
     // One row beyond the page says whether there is a next one.
     const pageSql = `SELECT ${source.columns ?? `${alias}.*`} FROM ${from} ORDER BY ${ORDER(alias)} LIMIT ${next(limit + 1)} OFFSET ${next(offset)}`;
     const rows = await this.database.query<Row>(source.decorate ? source.decorate(`(${pageSql}) AS ${alias}`) : pageSql, params);
@@ -147,6 +146,11 @@ export class Lister {
     const known = !after && !more && (rows.length > 0 || page === 1) ? offset + rows.length : undefined;
     const { total, totalExact } = known !== undefined ? { total: known, totalExact: !edge } : await this.count(source);
     return { data: rows, meta: { total, totalExact, page, limit, nextCursor } };
+  }
+
+  /** SQL: the rows a sparse filter is checked on, the first scanCap of `scanned` in the order, as the table's alias. */
+  private scanWindow(scanned: string, alias: string): string {
+    return `(SELECT ${alias}.* FROM ${scanned} ORDER BY ${ORDER(alias)} LIMIT ${this.scanCap}) AS ${alias}`;
   }
 
   /** Where a sparse filter's scan stopped, if it stopped at the cap: the last row it read. */
@@ -170,7 +174,7 @@ export class Lister {
     const sql =
       sparse.length > 0
         ? `SELECT count(*) FILTER (WHERE ${sparse.join(' AND ')})::int AS n, count(*)::int AS scanned
-             FROM (SELECT ${alias}.* FROM ${source.table} WHERE ${where} ORDER BY ${ORDER(alias)} LIMIT ${this.scanCap}) AS ${alias}`
+             FROM ${this.scanWindow(`${source.table} WHERE ${where}`, alias)}`
         : `SELECT count(*)::int AS n, 0 AS scanned FROM (SELECT 1 FROM ${source.table} WHERE ${where} LIMIT ${this.countCap + 1}) AS capped`;
     const [row] = await this.database.query<{ n: number; scanned: number }>(sql, source.params);
     const n = row?.n ?? 0;
