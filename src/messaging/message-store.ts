@@ -8,7 +8,7 @@
 import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
 import { firstIdAt } from '../platform/ids.js';
-import type { KindFields, MessageRef, MessageType } from '../network/network.js';
+import type { KindFields, MessageRef, MessageType, NetworkEvent } from '../network/network.js';
 import type { MessageMedia } from './message-record.js';
 import { PUBLISH_MEDIA_SQL } from '../media/media-store.js';
 import { appendEventsSql } from '../events/event-store.js';
@@ -339,25 +339,15 @@ export function messageListingSource(accountId: string, filter: MessageFilter): 
   return { kind: 'messages', table: 'messages m', alias: 'm', where, sparse, params };
 }
 
-export interface IncomingMessage {
-  networkMessageId: string;
-  from: string;
-  fromLid?: string | undefined;
+/**
+ * An incoming message as it is stored: the network's `incoming` event, its media already in the
+ * media store (`mediaUrl` a STORED file's path, published with the message).
+ */
+export type IncomingMessage = Omit<Extract<NetworkEvent, { type: 'incoming' }>, 'type' | 'messageType' | 'media' | 'download'> & {
   type: MessageType;
-  content: string;
-  /** A STORED file's path (its bytes written, published with the message). */
   mediaUrl?: string | undefined;
   media?: MessageMedia | undefined;
-  kind?: KindFields | undefined;
-  /** REACTION: the emoji on the message with this network id. */
-  reaction?: { networkMessageId: string; emoji: string } | undefined;
-  /** The network id of the message it quotes. */
-  replyTo?: string | undefined;
-  mentions?: string[] | undefined;
-  /** A group chat's message: the group (`<digits>@g.us`). */
-  chat?: string | undefined;
-  at: Date;
-}
+};
 
 /**
  * Stores an incoming message with its message.received event and the day's count, in one statement; false for a

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
 const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
@@ -27,7 +27,6 @@ const DAVE = '6281311115554';
 let server: DashboardServer;
 let browser: Browser;
 let page: Page;
-let token = '';
 let deviceId = '';
 let groupId = '';
 /** The phone's files on loopback: Waygate downloads each incoming one into its media store. */
@@ -43,16 +42,8 @@ function screenshotOnFailure(name: string): void {
   });
 }
 
-async function publicApi<T>(method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${server.url}${pathname}`, {
-    method,
-    headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${text}`);
-  return JSON.parse(text) as T;
-}
+/** The public API as the test's account. */
+let publicApi: ReturnType<typeof accountApi>;
 
 const incoming = (from: string, content: string, extra: Record<string, unknown> = {}) =>
   publicApi('POST', '/sandbox/incoming', { deviceId, from, content, ...extra });
@@ -67,15 +58,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
   beforeAll(async () => {
     await ensureDashboardBuilt();
     server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '200' });
-    const created = await server.services.accounts.createAccount({ email: EMAIL, password: PASSWORD, plan: 'unlimited' });
-    token = (await server.services.tokens.create(created.accountId, { name: 'inbox test' })).token;
-    const device = await publicApi<{ data: { id: string }; qr: { code: string } }>('POST', '/devices', { name: 'Shop phone' });
-    deviceId = device.data.id;
-    await publicApi('POST', '/sandbox/scan', { code: device.qr.code, phoneNumber: ME });
-    for (let waited = 0; (await publicApi<{ data: { status: string } }>('GET', `/devices/${deviceId}`)).data.status !== 'CONNECTED'; waited += 100) {
-      if (waited > 15_000) throw new Error('the device did not connect');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    ({ deviceId, api: publicApi } = await accountWithDevice(server, { email: EMAIL, password: PASSWORD, phoneNumber: ME }));
     groupId = (await publicApi<{ data: { id: string } }>('POST', '/sandbox/groups', { deviceId, name: 'Family', members: [ALICE, DAVE] })).data.id;
     browser = await launchBrowser();
     page = await browser.context.newPage();
@@ -104,10 +87,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await incoming(BOB, 'hello from bob');
     await incoming(DAVE, 'hi all', { group: groupId });
 
-    await page.goto(`${server.url}/dashboard/login?next=/dashboard/inbox`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByLabel('Password').press('Enter');
+    await signIn(page, server, { email: EMAIL, password: PASSWORD }, '/dashboard/inbox');
     await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
     await page.evaluate(() => Object.assign(globalThis, { __noReload: true }));
     await expect.poll(() => unreadOf(ALICE), { timeout: 15_000 }).toBe('2');

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type Browser, type DashboardServer } from './support.js';
 
 const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
@@ -53,10 +53,7 @@ describe.skipIf(!available)('the Messages page walks a sparse filter by cursor, 
       fs.mkdirSync(SCREENSHOTS, { recursive: true });
       await page?.screenshot({ path: path.join(SCREENSHOTS, 'messages-sparse-filter.png'), fullPage: true }).catch(() => undefined);
     });
-    await page.goto(`${server.url}/dashboard/login?next=/dashboard/messages`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByLabel('Password').press('Enter');
+    await signIn(page, server, { email: EMAIL, password: PASSWORD }, '/dashboard/messages');
     await page.getByText('delivered fine 30').waitFor();
     await page.getByLabel('Status').selectOption('FAILED');
     await page.getByRole('button', { name: 'Filter' }).click();

@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
 const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
@@ -34,7 +34,6 @@ const FILES: Record<string, [string, Buffer]> = {
 let server: DashboardServer;
 let browser: Browser;
 let page: Page;
-let token = '';
 let deviceId = '';
 let phoneFiles: http.Server;
 let phoneFilesUrl = '';
@@ -48,16 +47,8 @@ function screenshotOnFailure(name: string): void {
   });
 }
 
-async function publicApi<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', pathname: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${server.url}${pathname}`, {
-    method,
-    headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${text}`);
-  return JSON.parse(text) as T;
-}
+/** The public API as the test's account. */
+let publicApi: ReturnType<typeof accountApi>;
 
 interface Stored {
   id: string;
@@ -137,15 +128,7 @@ describe.skipIf(!available)('the Messages page shows every kind, in Chromium', (
 
     await ensureDashboardBuilt();
     server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '200' });
-    const created = await server.services.accounts.createAccount({ email: EMAIL, password: PASSWORD, plan: 'unlimited' });
-    token = (await server.services.tokens.create(created.accountId, { name: 'kinds test' })).token;
-    const device = await publicApi<{ data: { id: string }; qr: { code: string } }>('POST', '/devices', { name: 'Shop phone' });
-    deviceId = device.data.id;
-    await publicApi('POST', '/sandbox/scan', { code: device.qr.code, phoneNumber: ME });
-    for (let waited = 0; (await publicApi<{ data: { status: string } }>('GET', `/devices/${deviceId}`)).data.status !== 'CONNECTED'; waited += 100) {
-      if (waited > 15_000) throw new Error('the device did not connect');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    ({ deviceId, api: publicApi } = await accountWithDevice(server, { email: EMAIL, password: PASSWORD, phoneNumber: ME }));
 
     // One message of each kind. Files on the dashboard's own origin (its CSP shows images from
     // there): its icon as the photo.
@@ -186,10 +169,7 @@ describe.skipIf(!available)('the Messages page shows every kind, in Chromium', (
 
   it('at desktop width: each kind as what it is, with the quote, the reaction and the edit and delete marks', async () => {
     screenshotOnFailure('messages-kinds-desktop');
-    await page.goto(`${server.url}/dashboard/login?next=/dashboard/messages`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByLabel('Password').press('Enter');
+    await signIn(page, server, { email: EMAIL, password: PASSWORD }, '/dashboard/messages');
     await expectEveryKindShown();
   }, 90_000);
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/platform/database.js';
@@ -127,4 +127,46 @@ export async function launchBrowser(viewport = { width: 1280, height: 800 }): Pr
       fs.rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** The public API of a test server as one account (its `x-api-key`); a non-2xx answer throws with its body. */
+export function accountApi(server: DashboardServer, token: string) {
+  return async function call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', pathname: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${server.url}${pathname}`, {
+      method,
+      headers: { 'x-api-key': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${text}`);
+    return JSON.parse(text) as T;
+  };
+}
+
+/**
+ * An account with an API token and one sandbox device linked to `phoneNumber` through the
+ * sandbox's scan, CONNECTED before it returns.
+ */
+export async function accountWithDevice(
+  server: DashboardServer,
+  account: { email: string; password: string; phoneNumber: string },
+): Promise<{ token: string; deviceId: string; api: ReturnType<typeof accountApi> }> {
+  const created = await server.services.accounts.createAccount({ email: account.email, password: account.password, plan: 'unlimited' });
+  const { token } = await server.services.tokens.create(created.accountId, { name: 'browser test' });
+  const api = accountApi(server, token);
+  const device = await api<{ data: { id: string }; qr: { code: string } }>('POST', '/devices', { name: 'Shop phone' });
+  await api('POST', '/sandbox/scan', { code: device.qr.code, phoneNumber: account.phoneNumber });
+  for (let waited = 0; (await api<{ data: { status: string } }>('GET', `/devices/${device.data.id}`)).data.status !== 'CONNECTED'; waited += 100) {
+    if (waited > 15_000) throw new Error('the device did not connect');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { token, deviceId: device.data.id, api };
+}
+
+/** Signs in on the dashboard's log-in page, which then goes on to `next` (a dashboard path). */
+export async function signIn(page: Page, server: DashboardServer, account: { email: string; password: string }, next: string): Promise<void> {
+  await page.goto(`${server.url}/dashboard/login?next=${next}`);
+  await page.getByLabel('Email').fill(account.email);
+  await page.getByLabel('Password').fill(account.password);
+  await page.getByLabel('Password').press('Enter');
 }
