@@ -17,6 +17,7 @@
  * next is claimed, between turns of the event loop (WakeLoop). Within an endpoint, first attempts
  * and retries are claimed in turn, so a fresh event never waits behind the endpoint's backlog.
  */
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Bus } from '../platform/bus.js';
 import type { Database } from '../platform/database.js';
@@ -42,6 +43,8 @@ const IDLE_POLL_MS = 50;
 /** On stop, requests in flight get this long to finish; the rest are abandoned and released for the next worker. */
 const STOP_GRACE_MS = 2_000;
 const EXCERPT_CHARS = 1000;
+/** Statuses whose answer has no body (as in the Fetch standard): their excerpt is null, not empty. */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
 /** Retry-After as milliseconds from now: seconds, or an HTTP date. */
@@ -202,8 +205,9 @@ export class WebhookDelivery {
         signal: this.abandon.signal,
       });
       answer.statusCode = response.status;
-      answer.retryAfter = retryAfterMs(response.headers.get('retry-after'));
-      answer.excerpt = await readExcerpt(response.body);
+      answer.retryAfter = retryAfterMs(response.header('retry-after') ?? null);
+      if (NULL_BODY_STATUSES.has(response.status)) response.body.destroy();
+      else answer.excerpt = await readExcerpt(response.body);
     } catch (caught) {
       if (this.abandon.signal.aborted) return undefined;
       const unsafe = unsafeCause(caught);
@@ -277,26 +281,26 @@ function judge(delivery: ClaimedRow, answer: Answer, schedule: number[]): Outcom
   return { ...base, status: 'PENDING', nextAttemptAt: new Date(Date.now() + delay), error: error ?? `HTTP ${statusCode}`, gone: null };
 }
 
-async function readExcerpt(body: ReadableStream<Uint8Array> | null): Promise<string | null> {
-  if (!body) return null;
-  const reader = body.getReader();
+/** The first EXCERPT_CHARS characters of a response body; the rest is not read (the stream is destroyed). */
+async function readExcerpt(body: Readable): Promise<string> {
   const decoder = new TextDecoder();
   let text = '';
   try {
-    while (text.length < EXCERPT_CHARS) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
+    for await (const chunk of body) {
+      text += decoder.decode(chunk as Uint8Array, { stream: true });
+      if (text.length >= EXCERPT_CHARS) break;
     }
   } finally {
-    await reader.cancel().catch(() => undefined);
+    body.destroy();
   }
   return text.slice(0, EXCERPT_CHARS);
 }
 
 function describeError(error: Error, timeoutMs: number): string {
   if (error.name === 'TimeoutError' || error.name === 'AbortError') return `No answer within ${timeoutMs / 1000} s`;
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  // A connection's own error carries its code (ECONNREFUSED, UND_ERR_SOCKET); a wrapped one, its cause's.
+  const code = (error as { code?: unknown }).code;
+  const cause = typeof code === 'string' ? { code, message: error.message } : (error as { cause?: { code?: string; message?: string } }).cause;
   if (cause?.code) return `${cause.code}: ${cause.message ?? error.message}`;
   return error.message;
 }

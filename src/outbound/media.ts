@@ -1,6 +1,5 @@
 /** Fetches media through the SSRF guard, within the size cap of its type: a send's file, and the sandbox phone's. */
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import type { Readable } from 'node:stream';
 import type { MediaType, OutgoingMedia } from '../network/network.js';
 import type { GuardedHttp } from './ssrf.js';
 import { UnsafeUrlError, unsafeCause } from './ssrf.js';
@@ -20,7 +19,7 @@ export type MediaResult = { ok: true; media: OutgoingMedia } | MediaFailure;
 
 const FETCH_TIMEOUT_MS = 30_000;
 
-function fileNameOf(url: URL, contentDisposition: string | null): string | undefined {
+function fileNameOf(url: URL, contentDisposition: string | undefined): string | undefined {
   const fromHeader = contentDisposition ? /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(contentDisposition)?.[1] : undefined;
   if (fromHeader) return decodeURIComponent(fromHeader);
   const last = url.pathname.split('/').filter(Boolean).pop();
@@ -47,25 +46,25 @@ export async function openMedia(http: GuardedHttp, rawUrl: string, limit: number
   try {
     const response = await http.request(rawUrl, { timeoutMs: FETCH_TIMEOUT_MS, allowPrivate: http.allowPrivate });
     if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel();
+      response.body.destroy();
       return { ok: false, permanent: true, code: 'MEDIA_REDIRECT', message: `The media URL answered ${response.status} (redirects are not followed)` };
     }
-    if (!response.ok) {
-      await response.body?.cancel();
+    if (response.status < 200 || response.status >= 300) {
+      response.body.destroy();
       const permanent = response.status < 500 && response.status !== 429;
       return { ok: false, permanent, code: 'MEDIA_UNREACHABLE', message: `The media URL answered HTTP ${response.status}` };
     }
-    const declared = Number(response.headers.get('content-length') ?? NaN);
+    const declared = Number(response.header('content-length') ?? NaN);
     if (Number.isFinite(declared) && declared > limit) {
-      await response.body?.cancel();
+      response.body.destroy();
       return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is ${declared} bytes; ${label} allows ${limit}` };
     }
-    const type = response.headers.get('content-type');
+    const type = response.header('content-type');
     return {
       ok: true,
-      body: response.body ? Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>) : Readable.from([]),
+      body: response.body,
       mimeType: type ? type.split(';')[0]!.trim() || undefined : undefined,
-      fileName: fileNameOf(new URL(rawUrl), response.headers.get('content-disposition')),
+      fileName: fileNameOf(new URL(rawUrl), response.header('content-disposition')),
     };
   } catch (error) {
     return fetchFailure(error);

@@ -7,8 +7,9 @@
  */
 import dns from 'node:dns';
 import net from 'node:net';
+import type { Readable } from 'node:stream';
 import ipaddr from 'ipaddr.js';
-import { Agent, fetch, type Response } from 'undici';
+import { Agent } from 'undici';
 
 export class UnsafeUrlError extends Error {
   constructor(
@@ -89,6 +90,14 @@ export interface GuardedFetchOptions {
   signal?: AbortSignal;
 }
 
+/** What a URL answered: its status, its headers, and its body still to read (or to destroy). */
+export interface GuardedResponse {
+  status: number;
+  /** A header by its lower-case name (the first value when it is repeated). */
+  header(name: string): string | undefined;
+  body: Readable;
+}
+
 export class GuardedHttp {
   private readonly agent: Agent;
 
@@ -119,21 +128,39 @@ export class GuardedHttp {
     return url;
   }
 
-  /** One request, no redirects followed (a 3xx is returned as it is, for the caller to treat as a failure). */
-  async request(raw: string, options: GuardedFetchOptions): Promise<Response> {
+  /**
+   * One request, no redirects followed (a 3xx is returned as it is, for the caller to treat as a
+   * failure). Through undici's dispatcher API rather than its fetch: fetch's Request and web
+   * streams cost webhook delivery about a tenth of its CPU. The timeout covers the body too.
+   */
+  async request(raw: string, options: GuardedFetchOptions): Promise<GuardedResponse> {
     const url = checkUrlShape(raw);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!this.allowPrivate && net.isIP(host) && !isPublicAddress(host)) {
       throw new UnsafeUrlError('URL_PRIVATE_ADDRESS', `${host} is not a public address (${PRIVATE_HINT})`);
     }
-    return fetch(url, {
-      method: options.method ?? 'GET',
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const response = await this.agent.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: (options.method ?? 'GET') as 'GET',
       headers: options.headers,
       body: options.body,
-      redirect: 'manual',
-      dispatcher: this.agent,
-      signal: options.signal ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]) : AbortSignal.timeout(options.timeoutMs),
+      signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout,
     });
+    const { headers } = response;
+    // undici turns a body destroyed before its end into an 'error' event (UND_ERR_ABORTED); a
+    // caller that stops reading on purpose (a size cap, an excerpt) is not an error. Readers still
+    // see real errors through their own listeners (for await, pipeline).
+    response.body.on('error', () => undefined);
+    return {
+      status: response.statusCode,
+      header(name) {
+        const value = headers[name];
+        return Array.isArray(value) ? value[0] : value;
+      },
+      body: response.body,
+    };
   }
 
   async close(): Promise<void> {
