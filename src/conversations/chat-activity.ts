@@ -2,7 +2,8 @@
  * Keeps chats up to date with outgoing traffic off the send path: the worker pushes the messages
  * whose outcome it wrote (sent or failed), and one statement per batch makes them their chats'
  * last messages (chat-store.ts recordOutgoing). One batch at a time, so two batches never wait on
- * each other's chat rows. Listeners (the dashboard's stream) hear of changed chats on the bus.
+ * each other's chat rows. Listeners (the dashboard's stream) hear of changed chats on the bus, at
+ * most once per ANNOUNCE_MS a device, the last change of a burst included.
  */
 import type { Logger } from 'pino';
 import type { Database } from '../platform/database.js';
@@ -11,9 +12,18 @@ import { BatchPump } from '../platform/batch-pump.js';
 import { recordOutgoing, type OutgoingActivity } from './chat-store.js';
 
 const MAX_BATCH = 5_000;
+/**
+ * A device's chat changes are announced at most this often. During a bulk job or a stream of
+ * direct sends its chats change with every outcome batch (tens of times a second); each
+ * announcement is a NOTIFY that wakes every listening connection and, on the dashboard, a refetch.
+ */
+const ANNOUNCE_MS = 250;
 
 export class ChatActivity {
   private readonly pump = new BatchPump<OutgoingActivity>((batch) => this.write(batch), { maxInFlight: 1, maxBatch: MAX_BATCH });
+  /** When each device's chats were last announced; a device with a change waiting for its turn is in `waiting`. */
+  private readonly announcedAt = new Map<string, number>();
+  private readonly waiting = new Set<string>();
 
   constructor(
     private readonly database: Database,
@@ -28,7 +38,24 @@ export class ChatActivity {
 
   /** A chat of the device changed (a message arrived, it was read, the group list changed). */
   changed(deviceId: string): void {
+    if (this.waiting.has(deviceId)) return;
+    const wait = (this.announcedAt.get(deviceId) ?? -Infinity) + ANNOUNCE_MS - Date.now();
+    if (wait <= 0) return this.announce(deviceId);
+    this.waiting.add(deviceId);
+    setTimeout(() => {
+      this.waiting.delete(deviceId);
+      this.announce(deviceId);
+    }, wait).unref();
+  }
+
+  private announce(deviceId: string): void {
+    this.announcedAt.set(deviceId, Date.now());
     this.bus.publishSoon('waygate_chats', deviceId);
+    // Only devices announced within the last window need their time: the map stays as small as the burst.
+    if (this.announcedAt.size > 1_000) {
+      const horizon = Date.now() - ANNOUNCE_MS;
+      for (const [id, at] of this.announcedAt) if (at < horizon) this.announcedAt.delete(id);
+    }
   }
 
   /** Resolves once every pushed message is written. */

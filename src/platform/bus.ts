@@ -42,8 +42,11 @@ export interface Bus {
   close(): Promise<void>;
 }
 
-/** Coalesces notifications raised in one tick into one NOTIFY each. */
-function coalescer(publish: (channel: BusChannel, payload: string) => Promise<void>): (channel: BusChannel, payload: string) => void {
+/**
+ * Coalesces the notifications raised in one tick, each once, into one statement: one transaction
+ * whose commit wakes the listening connections once, instead of once per notification.
+ */
+function coalescer(query: Database['query']): (channel: BusChannel, payload: string) => void {
   let pending = new Map<string, [BusChannel, string]>();
   let scheduled = false;
   return (channel, payload) => {
@@ -51,10 +54,13 @@ function coalescer(publish: (channel: BusChannel, payload: string) => Promise<vo
     if (scheduled) return;
     scheduled = true;
     setImmediate(() => {
-      const batch = pending;
+      const batch = [...pending.values()];
       pending = new Map();
       scheduled = false;
-      for (const [c, p] of batch.values()) void publish(c, p).catch(() => undefined);
+      void query('SELECT pg_notify(n.channel, n.payload) FROM unnest($1::text[], $2::text[]) AS n(channel, payload)', [
+        batch.map(([c]) => c),
+        batch.map(([, p]) => p),
+      ]).catch(() => undefined);
     });
   };
 }
@@ -79,7 +85,7 @@ export function createBus(database: Database): Bus {
     };
     return {
       publish,
-      publishSoon: coalescer(publish),
+      publishSoon: coalescer((text, values) => database.query(text, values)),
       local: deliver,
       subscribe(channel, handler) {
         if (!handlers.has(channel)) {
@@ -127,7 +133,7 @@ export function createBus(database: Database): Bus {
   };
   return {
     publish,
-    publishSoon: coalescer(publish),
+    publishSoon: coalescer((text, values) => database.query(text, values)),
     local: deliver,
     subscribe(channel, handler) {
       if (!handlers.has(channel)) handlers.set(channel, new Set());
