@@ -70,6 +70,35 @@ async function inBatches<T>(items: readonly T[], limit: number, work: (item: T, 
   );
 }
 
+/**
+ * When the network received a paced message more than once: prints what the database and the
+ * workers' logs say about it (attempts, final states, the workers' warnings and errors by message),
+ * so that a rare duplicate can be explained from one run.
+ */
+async function explainDuplicates(probe: pg.Client, workers: Proc[]): Promise<void> {
+  const { rows } = await probe.query<{ attempts: number; status: string; calls: number; n: number }>(
+    `SELECT m.attempts, m.status, sm.send_calls AS calls, count(*)::int AS n
+       FROM sandbox_messages sm JOIN messages m ON m.device_id = sm.device_id AND m.network_message_id = sm.network_message_id
+      WHERE sm.content LIKE 'paced %' AND sm.send_calls > 1 GROUP BY 1, 2, 3 ORDER BY 4 DESC`,
+  );
+  console.log('Paced messages the network received more than once, by attempts, status and calls:', JSON.stringify(rows));
+  for (const worker of workers) {
+    const seen = new Map<string, number>();
+    for (const line of worker.output.join('').split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string } };
+        if ((entry.level ?? 0) < 40) continue;
+        const key = `${entry.msg ?? ''}${entry.err?.message ? `: ${entry.err.message}` : ''}`;
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+      } catch {
+        // Not a log line.
+      }
+    }
+    console.log(`${worker.name}: warnings and errors in its last output:`, JSON.stringify(Object.fromEntries(seen)));
+  }
+}
+
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
   const base = new URL(benchDatabaseUrl());
   base.pathname = '/test';
@@ -201,6 +230,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
     const { rows: received } = await probe.query<{ n: number; twice: number }>(
       `SELECT count(*)::int AS n, count(*) FILTER (WHERE send_calls > 1)::int AS twice FROM sandbox_messages WHERE content LIKE 'paced %'`,
     );
+    if (received[0]!.twice > 0) await explainDuplicates(probe, workers);
     // Pacing is what the network sees: the gaps between a device's messages as the sandbox
     // received them (deliver_at is its receipt time plus SANDBOX_RECEIPT_MS, the same for every
     // one of these recipients). The gaps between their sentAt (written with the outcome, after

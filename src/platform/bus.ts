@@ -42,11 +42,8 @@ export interface Bus {
   close(): Promise<void>;
 }
 
-/**
- * Coalesces the notifications raised in one tick, each once, into one statement: one transaction
- * whose commit wakes the listening connections once, instead of once per notification.
- */
-function coalescer(query: Database['query']): (channel: BusChannel, payload: string) => void {
+/** Coalesces notifications raised in one tick into one NOTIFY each. */
+function coalescer(publish: (channel: BusChannel, payload: string) => Promise<void>): (channel: BusChannel, payload: string) => void {
   let pending = new Map<string, [BusChannel, string]>();
   let scheduled = false;
   return (channel, payload) => {
@@ -54,13 +51,10 @@ function coalescer(query: Database['query']): (channel: BusChannel, payload: str
     if (scheduled) return;
     scheduled = true;
     setImmediate(() => {
-      const batch = [...pending.values()];
+      const batch = pending;
       pending = new Map();
       scheduled = false;
-      void query('SELECT pg_notify(n.channel, n.payload) FROM unnest($1::text[], $2::text[]) AS n(channel, payload)', [
-        batch.map(([c]) => c),
-        batch.map(([, p]) => p),
-      ]).catch(() => undefined);
+      for (const [c, p] of batch.values()) void publish(c, p).catch(() => undefined);
     });
   };
 }
@@ -85,7 +79,7 @@ export function createBus(database: Database): Bus {
     };
     return {
       publish,
-      publishSoon: coalescer((text, values) => database.query(text, values)),
+      publishSoon: coalescer(publish),
       local: deliver,
       subscribe(channel, handler) {
         if (!handlers.has(channel)) {
@@ -133,7 +127,7 @@ export function createBus(database: Database): Bus {
   };
   return {
     publish,
-    publishSoon: coalescer((text, values) => database.query(text, values)),
+    publishSoon: coalescer(publish),
     local: deliver,
     subscribe(channel, handler) {
       if (!handlers.has(channel)) handlers.set(channel, new Set());
