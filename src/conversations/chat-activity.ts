@@ -24,6 +24,7 @@ export class ChatActivity {
   /** When each device's chats were last announced; a device with a change waiting for its turn is in `waiting`. */
   private readonly announcedAt = new Map<string, number>();
   private readonly waiting = new Set<string>();
+  private sweptAt = 0;
 
   constructor(
     private readonly database: Database,
@@ -49,12 +50,13 @@ export class ChatActivity {
   }
 
   private announce(deviceId: string): void {
-    this.announcedAt.set(deviceId, Date.now());
+    const now = Date.now();
+    this.announcedAt.set(deviceId, now);
     this.bus.publishSoon('waygate_chats', deviceId);
-    // Only devices announced within the last window need their time: the map stays as small as the burst.
-    if (this.announcedAt.size > 1_000) {
-      const horizon = Date.now() - ANNOUNCE_MS;
-      for (const [id, at] of this.announcedAt) if (at < horizon) this.announcedAt.delete(id);
+    // Only devices announced within the last window need their time; swept at most once a window.
+    if (this.announcedAt.size > 1_000 && now - this.sweptAt >= ANNOUNCE_MS) {
+      this.sweptAt = now;
+      for (const [id, at] of this.announcedAt) if (at < now - ANNOUNCE_MS) this.announcedAt.delete(id);
     }
   }
 

@@ -13,6 +13,15 @@ import { OPEN_JOB_STATUSES, jobIsDoneSql, sqlList, type JobStatus } from './mess
 type Counter = 'sent_count' | 'failed_count' | 'cancelled_count' | 'delivered_count' | 'read_count';
 
 /**
+ * SQL: job rows `j` whose id is in `ids` (a subquery of job ids), locked in id order. Statements
+ * that count into several jobs at once (outcomes and receipts, from every worker) must take the
+ * jobs' locks in one order, or two of them deadlock: PostgreSQL locks the rows of an ORDER BY …
+ * FOR UPDATE after sorting them, where an UPDATE … FROM locks them in its join's order.
+ */
+const JOBS_LOCKED_IN_ORDER = (j: string, ids: string): string =>
+  `${j}.id IN (SELECT l.id FROM bulk_jobs l WHERE l.id IN (${ids}) ORDER BY l.id FOR NO KEY UPDATE)`;
+
+/**
  * SQL (a data-modifying CTE body): adds, for each row (job_id, …) of CTE `counts`, the
  * expressions of `add` (over `c`, the counts row) to the job's counters, and completes the job if
  * that makes it done (jobIsDoneSql, `ended` being how many of its messages just ended). Returns
@@ -25,7 +34,7 @@ export function COUNT_INTO_JOBS_SQL(counts: string, add: Partial<Record<Counter,
   UPDATE bulk_jobs j SET ${sets.join(', ')},
          status = CASE WHEN ${done} THEN 'COMPLETED' ELSE j.status END,
          completed_at = CASE WHEN ${done} THEN now() ELSE j.completed_at END
-    FROM ${counts} c WHERE j.id = c.job_id
+    FROM ${counts} c WHERE j.id = c.job_id AND ${JOBS_LOCKED_IN_ORDER('j', `SELECT job_id FROM ${counts}`)}
   RETURNING j.account_id, j.completed_at = now()::timestamptz(3) AS just_completed, waygate_job_json(j) AS event_data`;
 }
 
@@ -40,7 +49,7 @@ export async function completeJobs(tx: Queryable, jobIds: string[]): Promise<voi
   await tx.query(
     `WITH done AS (
        UPDATE bulk_jobs j SET status = 'COMPLETED', completed_at = now()
-        WHERE j.id = ANY($1::text[]) AND ${jobIsDoneSql('j')}
+        WHERE ${JOBS_LOCKED_IN_ORDER('j', 'SELECT unnest($1::text[])')} AND ${jobIsDoneSql('j')}
         RETURNING j.account_id, waygate_job_json(j) AS event_data),
      src AS (SELECT account_id, 'bulk_job.completed' AS type, event_data AS data FROM done),
      ${appendEventsSql('src')}
