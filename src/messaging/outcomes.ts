@@ -4,7 +4,7 @@
  * is one statement that changes the messages, counts them into their jobs, completes the jobs
  * that are done, refunds what failed, and appends the events, so the state change and its
  * events commit together. Locks are taken in the one order every writer uses: messages, then
- * jobs, then the account (for the event seq).
+ * jobs (in id order, see COUNT_INTO_JOBS_SQL), then the account (for the event seq).
  */
 import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
