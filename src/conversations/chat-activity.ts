@@ -21,10 +21,9 @@ const ANNOUNCE_MS = 250;
 
 export class ChatActivity {
   private readonly pump = new BatchPump<OutgoingActivity>((batch) => this.write(batch), { maxInFlight: 1, maxBatch: MAX_BATCH });
-  /** When each device's chats were last announced; a device with a change waiting for its turn is in `waiting`. */
-  private readonly announcedAt = new Map<string, number>();
-  private readonly waiting = new Set<string>();
-  private sweptAt = 0;
+  /** Devices announced within the last ANNOUNCE_MS, and those of them that changed again since. */
+  private readonly cooling = new Set<string>();
+  private readonly changedSince = new Set<string>();
 
   constructor(
     private readonly database: Database,
@@ -39,25 +38,18 @@ export class ChatActivity {
 
   /** A chat of the device changed (a message arrived, it was read, the group list changed). */
   changed(deviceId: string): void {
-    if (this.waiting.has(deviceId)) return;
-    const wait = (this.announcedAt.get(deviceId) ?? -Infinity) + ANNOUNCE_MS - Date.now();
-    if (wait <= 0) return this.announce(deviceId);
-    this.waiting.add(deviceId);
-    setTimeout(() => {
-      this.waiting.delete(deviceId);
-      this.announce(deviceId);
-    }, wait).unref();
+    if (this.cooling.has(deviceId)) this.changedSince.add(deviceId);
+    else this.announce(deviceId);
   }
 
+  /** Announces now; a change during the next ANNOUNCE_MS is announced when it ends. */
   private announce(deviceId: string): void {
-    const now = Date.now();
-    this.announcedAt.set(deviceId, now);
     this.bus.publishSoon('waygate_chats', deviceId);
-    // Only devices announced within the last window need their time; swept at most once a window.
-    if (this.announcedAt.size > 1_000 && now - this.sweptAt >= ANNOUNCE_MS) {
-      this.sweptAt = now;
-      for (const [id, at] of this.announcedAt) if (at < now - ANNOUNCE_MS) this.announcedAt.delete(id);
-    }
+    this.cooling.add(deviceId);
+    setTimeout(() => {
+      this.cooling.delete(deviceId);
+      if (this.changedSince.delete(deviceId)) this.announce(deviceId);
+    }, ANNOUNCE_MS).unref();
   }
 
   /** Resolves once every pushed message is written. */

@@ -281,17 +281,13 @@ function judge(delivery: ClaimedRow, answer: Answer, schedule: number[]): Outcom
   return { ...base, status: 'PENDING', nextAttemptAt: new Date(Date.now() + delay), error: error ?? `HTTP ${statusCode}`, gone: null };
 }
 
-/** The first EXCERPT_CHARS characters of a response body; the rest is not read (the stream is destroyed). */
+/** The first EXCERPT_CHARS characters of a response body; the rest is not read (leaving the loop destroys the stream). */
 async function readExcerpt(body: Readable): Promise<string> {
   const decoder = new TextDecoder();
   let text = '';
-  try {
-    for await (const chunk of body) {
-      text += decoder.decode(chunk as Uint8Array, { stream: true });
-      if (text.length >= EXCERPT_CHARS) break;
-    }
-  } finally {
-    body.destroy();
+  for await (const chunk of body) {
+    text += decoder.decode(chunk as Uint8Array, { stream: true });
+    if (text.length >= EXCERPT_CHARS) break;
   }
   return text.slice(0, EXCERPT_CHARS);
 }

@@ -150,7 +150,7 @@ export function accountApi(server: DashboardServer, token: string) {
 export async function accountWithDevice(
   server: DashboardServer,
   account: { email: string; password: string; phoneNumber: string },
-): Promise<{ token: string; deviceId: string; api: ReturnType<typeof accountApi> }> {
+): Promise<{ deviceId: string; api: ReturnType<typeof accountApi> }> {
   const created = await server.services.accounts.createAccount({ email: account.email, password: account.password, plan: 'unlimited' });
   const { token } = await server.services.tokens.create(created.accountId, { name: 'browser test' });
   const api = accountApi(server, token);
@@ -160,7 +160,7 @@ export async function accountWithDevice(
     if (waited > 15_000) throw new Error('the device did not connect');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { token, deviceId: device.data.id, api };
+  return { deviceId: device.data.id, api };
 }
 
 /** Signs in on the dashboard's log-in page, which then goes on to `next` (a dashboard path). */
