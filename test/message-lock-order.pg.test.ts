@@ -1,0 +1,122 @@
+/**
+ * Statements that lock several messages at once (outcomes, receipts, failing a device's waiting
+ * messages) lock them in id order, on PostgreSQL. Outcomes and receipts of one account run side
+ * by side and a receipt may overtake its outcome; before, an outcome locked its messages in its
+ * join's order and a receipt in network id order, so each could hold a message the other waited
+ * for, and an outcome that lost the deadlock three times released its messages to be sent again.
+ * Each case holds the message first in id order, starts the statement with its input naming the
+ * other first (and that other stored first, so a scan meets it first), and checks with NOWAIT
+ * that the waiting statement holds nothing on the other. Files named *.pg.test.ts run only in the
+ * PostgreSQL pass.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyReceipts, failWaiting, writeOutcomes } from '../src/messaging/outcomes.js';
+import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
+
+const WORKER = 'lock-order-worker';
+
+let ctx: TestContext;
+let tenant: Tenant;
+let deviceId: string;
+beforeAll(async () => {
+  ctx = await createTestApp();
+  tenant = await createTenant(ctx);
+  deviceId = json<{ data: { id: string } }>(await ctx.app.inject({ method: 'POST', url: '/devices', headers: tenant.headers, payload: { name: 'Lock order' } })).data.id;
+});
+afterAll(async () => ctx.close());
+
+interface Pair {
+  /** First in id order; its network id sorts last. */
+  first: { id: string; nid: string };
+  second: { id: string; nid: string };
+}
+
+/** Two SENDING messages of the device claimed by WORKER, `second` stored first and created last. */
+async function pair(label: string): Promise<Pair> {
+  const first = { id: `msg_lock_${label}_a`, nid: `3EB0${label.toUpperCase()}Z` };
+  const second = { id: `msg_lock_${label}_b`, nid: `3EB0${label.toUpperCase()}A` };
+  // `second` is also the newer, for a scan of newest first.
+  for (const [message, age] of [[second, '0 s'], [first, '1 min']] as const) {
+    await ctx.database.pool!.query(
+      `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, claimed_by, attempts, queued_at, created_at)
+       VALUES ($1, $2, $3, 'out', '6281234567890', 'TEXT', 'lock order', 'SENDING', $4, $5, 1, now(), now() - $6::interval)`,
+      [message.id, tenant.accountId, deviceId, message.nid, WORKER, age],
+    );
+  }
+  return { first, second };
+}
+
+/** Waits until a backend running a statement that starts with `prefix` waits on a lock. */
+async function blocked(prefix: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { rows } = await ctx.database.pool!.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND ltrim(query) LIKE $1 || '%'`,
+      [prefix],
+    );
+    if (rows[0]!.n > 0) return;
+    if (Date.now() > deadline) throw new Error(`no statement starting "${prefix}" waited for the held message`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Holds `held` while `run` starts; checks that, waiting for it, the statement holds nothing on `other`; then lets it finish. */
+async function whileHeld<T>(held: string, other: string, prefix: string, run: () => Promise<T>): Promise<T> {
+  const pool = ctx.database.pool!;
+  const holder = await pool.connect();
+  const prober = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM messages WHERE id = $1 FOR UPDATE', [held]);
+    const result = run();
+    result.catch(() => undefined);
+    await blocked(prefix);
+    await prober.query('BEGIN');
+    await prober.query('SELECT 1 FROM messages WHERE id = $1 FOR UPDATE NOWAIT', [other]);
+    await prober.query('ROLLBACK');
+    await holder.query('COMMIT');
+    return await result;
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await prober.query('ROLLBACK').catch(() => undefined);
+    holder.release();
+    prober.release();
+  }
+}
+
+async function statuses(ids: string[]): Promise<string[]> {
+  const { rows } = await ctx.database.pool!.query<{ status: string }>('SELECT status FROM messages WHERE id = ANY($1::text[]) ORDER BY id', [ids]);
+  return rows.map((r) => r.status);
+}
+
+describe('locking several messages on PostgreSQL', () => {
+  it('an outcome locks its messages in id order, whatever the order it names them in', async () => {
+    const { first, second } = await pair('outcome');
+    const at = new Date();
+    const rows = await whileHeld(first.id, second.id, 'WITH locked', () =>
+      writeOutcomes(ctx.database, WORKER, [{ id: second.id, at }, { id: first.id, at }], [], []),
+    );
+    // Priority 0: direct sends, whose rows go back to their waiting requests.
+    expect(rows.map((r) => r.id).sort()).toEqual([first.id, second.id]);
+    expect(await statuses([first.id, second.id])).toEqual(['SENT', 'SENT']);
+  });
+
+  it('a receipt locks its messages in id order, not in network id order', async () => {
+    const { first, second } = await pair('receipt');
+    const at = new Date();
+    await whileHeld(first.id, second.id, 'WITH r AS', () =>
+      applyReceipts(ctx.database, 'DELIVERED', [
+        { deviceId, networkMessageId: second.nid, status: 'DELIVERED', at },
+        { deviceId, networkMessageId: first.nid, status: 'DELIVERED', at },
+      ]),
+    );
+    expect(await statuses([first.id, second.id])).toEqual(['DELIVERED', 'DELIVERED']);
+  });
+
+  it("failing a device's waiting messages locks them in id order", async () => {
+    const { first, second } = await pair('fail');
+    const failed = await whileHeld(first.id, second.id, 'WITH sent AS', () => failWaiting(ctx.database, deviceId, 'DEVICE_LOGGED_OUT', 'logged out'));
+    expect(failed).toBe(2);
+    expect(await statuses([first.id, second.id])).toEqual(['FAILED', 'FAILED']);
+  });
+});
