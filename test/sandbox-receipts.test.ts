@@ -89,6 +89,9 @@ describe('sandbox receipts', () => {
     const world = new SandboxWorld(gated, bus, 50);
     const deviceId = newId('dev');
     await world.accept([{ deviceId, message: message(1), at: new Date() }]);
+    // Receipt times are whole milliseconds: an accept that took less than one would share its
+    // start with the held one, and message 1's receipt would sit exactly at the look's limit.
+    await sleep(3);
     holding = true;
     const late = world.accept([{ deviceId, message: message(2), at: new Date() }]);
     await sleep(150);
