@@ -21,7 +21,7 @@ import { startBareRoute } from './lib/bare-route.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { alternate, formatRatio, receiptsSeconds, runPostLoad, type ComparedSide, type PostLoadOptions, type PostLoadResult } from './lib/post-load.js';
-import { cpuChecks } from './lib/cpu-meter.js';
+import { cpuChecks, perRequest, startCpuMeter } from './lib/cpu-meter.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
@@ -206,6 +206,7 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
     await linkDevice(origin, bulkToken);
     const list = recipients(BULK_RECIPIENTS, '628130');
     console.log(`Bulk job of ${BULK_RECIPIENTS.toLocaleString('en')} recipients …`);
+    const meter = startCpuMeter({ server: [product.child.pid!] });
     const started = Date.now();
     const accepted = await api<{ jobId: string; totalContacts: number }>(origin, bulkToken, 'POST', '/messages/send', {
       type: 'TEXT',
@@ -216,6 +217,7 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
     if (accepted.status !== 202) throw new Error(`The bulk send answered ${accepted.status}: ${JSON.stringify(accepted.json)}`);
     const finished = await waitForJob(origin, bulkToken, accepted.json.jobId, 120_000);
     const seconds = (finished.at - started) / 1000;
+    const cpuMs = meter?.stop();
     const rate = Number(finished.job.sentCount) / seconds;
     const rss = peakRssMb(product.child.pid!);
     results.bulk = { acceptMs, seconds, rate, job: finished.job, peakRssMb: rss };
@@ -226,6 +228,7 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
       target: `>= ${TARGET_BULK_RATE.toLocaleString('en')} msg/s`,
       pass: finished.done && finished.job.sentCount === BULK_RECIPIENTS && rate >= TARGET_BULK_RATE,
     });
+    checks.push({ metric: 'CPU per bulk message (receipts included)', measured: perRequest({ cpuMs, requests: Number(finished.job.sentCount) }), target: '', pass: undefined });
     checks.push({ metric: 'bulk: server peak RSS (VmHWM)', measured: `${rss} MB`, target: `<= ${TARGET_RSS_MB} MB`, pass: rss <= TARGET_RSS_MB });
   } finally {
     await product.stop();

@@ -82,7 +82,7 @@ export interface Measured {
 }
 
 /** "server 0.21, PostgreSQL 0.30, load generator 0.04 ms": CPU milliseconds per request by group. */
-function perRequest({ cpuMs, requests }: Measured): string {
+export function perRequest({ cpuMs, requests }: Measured): string {
   if (!cpuMs || requests === 0) return 'not measured (no /proc)';
   return `${Object.entries(cpuMs)
     .map(([name, ms]) => `${name} ${(ms / requests).toFixed(3)}`)
