@@ -4,7 +4,7 @@
  * is one statement that changes the messages, counts them into their jobs, completes the jobs
  * that are done, refunds what failed, and appends the events, so the state change and its
  * events commit together. Locks are taken in the one order every writer uses: messages (in id
- * order, see LOCKED_IN_ID_ORDER), then jobs (in id order, see COUNT_INTO_JOBS_SQL), then the
+ * order, see LOCK_EACH_IN_ID_ORDER), then jobs (in id order, see COUNT_INTO_JOBS_SQL), then the
  * account (for the event seq).
  */
 import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
@@ -66,18 +66,24 @@ const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
   day_failures AS (${COUNT_FAILURES_SQL('failed', 'ev_bump')})`;
 
 /**
- * SQL: the messages `m` that `where` picks, locked in id order.
- * Outcomes and receipts of one account run side by side, and a receipt may overtake its outcome:
- * two statements that each locked several messages in an order of their own (an UPDATE … FROM
- * locks in its join's order, a receipt's look-up in network id order) could each hold a message
- * the other waits for, and an outcome that loses a deadlock three times releases its messages,
- * which are then sent again. PostgreSQL locks the rows of an ORDER BY … FOR UPDATE after sorting
- * them. A receipt sorts what it found with IN_ID_ORDER and locks each row by a key look-up in that
- * order (a join would let the planner read the whole table in index order instead). "C": the byte
- * order, whatever the database's collation.
+ * SQL (a CTE body): locks, one key look-up at a time and in the order of `sorted` (a FROM item
+ * `s` with an `id` column, sorted by IN_ID_ORDER), the messages it names that `where` (over `m`)
+ * still picks once locked; returns s's columns and the locked row's status as `prev`.
+ *
+ * Every statement that locks several messages locks them in id order. Outcomes and receipts of
+ * one account run side by side, and a receipt may overtake its outcome: two statements that each
+ * locked several messages in an order of their own (an UPDATE … FROM locks in its join's order, a
+ * receipt's look-up in network id order) could each hold a message the other waits for, and an
+ * outcome that loses a deadlock three times releases its messages, which are then sent again.
+ * A look-up a row, never a join: on a table whose statistics are stale (a fresh one filling up),
+ * a join may read the whole table once a row; a receipt's look-up by network id is kept one too
+ * (OFFSET 0: a subquery PostgreSQL does not merge into a join). "C": the byte order, whatever
+ * the database's collation.
  */
-const IN_ID_ORDER = `ORDER BY m.id COLLATE "C"`;
-const LOCKED_IN_ID_ORDER = (where: string): string => `SELECT m.id FROM messages m WHERE ${where} ${IN_ID_ORDER} FOR NO KEY UPDATE`;
+const IN_ID_ORDER = (s: string): string => `ORDER BY ${s}.id COLLATE "C"`;
+const LOCK_EACH_IN_ID_ORDER = (sorted: string, where: string, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): string =>
+  `SELECT s.*, x.status AS prev FROM ${sorted} CROSS JOIN LATERAL (
+     SELECT m.status FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
 
 /** SQL: true once CTE `locked` has run; a statement's writes on messages wait for it by this qual. */
 const AFTER_LOCKS = `(SELECT count(*) FROM locked) >= 0`;
@@ -101,7 +107,11 @@ const CLAIMED = (m: string, source: string): string => `${m}.id = ${source}.id A
 const OUTCOMES: Omit<PreparedStatement, 'values'> = {
   name: 'messages_outcomes',
   genericPlan: true,
-  text: `WITH locked AS (${LOCKED_IN_ID_ORDER('m.id = ANY($1::text[] || $3::text[] || $6::text[])')}),
+  text: `WITH locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(
+    `(SELECT i.id FROM unnest($1::text[] || $3::text[] || $6::text[]) AS i(id) ${IN_ID_ORDER('i')}) AS s`,
+    '',
+    'FOR NO KEY UPDATE',
+  )}),
    sent AS (
      UPDATE messages m SET status = 'SENT', sent_at = GREATEST(s.at, m.created_at), claimed_by = NULL, error_code = NULL, error_message = NULL
        FROM unnest($1::text[], $10::timestamptz[]) AS s(id, at)
@@ -146,7 +156,11 @@ export async function writeOutcomes(db: Database, workerId: string, sent: Sent[]
 export async function failWaiting(db: Queryable, deviceId: string, code: string, message: string): Promise<number> {
   const [row] = await db.query<{ n: number }>(
     `WITH sent AS (SELECT NULL::text AS account_id, NULL::text AS device_id, NULL::text AS job_id, NULL::jsonb AS event_data WHERE false),
-     locked AS (${LOCKED_IN_ID_ORDER(`m.device_id = $1 AND m.status IN ${sqlList(statusesBefore('FAILED'))}`)}),
+     locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(
+       `(SELECT m.id FROM messages m WHERE m.device_id = $1 AND m.status IN ${sqlList(statusesBefore('FAILED'))} ${IN_ID_ORDER('m')}) AS s`,
+       `m.status IN ${sqlList(statusesBefore('FAILED'))}`,
+       'FOR NO KEY UPDATE',
+     )}),
      failed AS (
        UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = $2, error_message = $3
          FROM locked k WHERE m.id = k.id AND m.status IN ${sqlList(statusesBefore('FAILED'))}
@@ -183,10 +197,10 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
     text: `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
           found AS MATERIALIZED (SELECT m.id, r.at FROM r CROSS JOIN LATERAL (
                   SELECT m.id FROM messages m
-                   WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}) AS m
-                 ${IN_ID_ORDER}),
-          o AS MATERIALIZED (SELECT x.id, x.status AS prev, f.at FROM found f CROSS JOIN LATERAL (
-                  SELECT m.id, m.status FROM messages m WHERE m.id = f.id AND m.status IN ${sqlList(RECEIPT_FROM[status])} FOR UPDATE) AS x),
+                   WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}
+                  OFFSET 0) AS m
+                 ${IN_ID_ORDER('m')}),
+          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', `m.status IN ${sqlList(RECEIPT_FROM[status])}`, 'FOR UPDATE')}),
           u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
                 RETURNING m.job_id, m.account_id, m.device_id, o.prev, waygate_message_json(m) AS event_data),
           counts AS (
