@@ -9,7 +9,11 @@ import type { Database } from './database.js';
 export interface WorkBudget {
   /** Messages per dispatch claim and outcome statement. */
   dispatchBatch: number;
-  /** Receipts per statement that applies them. */
+  /**
+   * Receipts per statement that applies them. On PostgreSQL the statement keeps each message's
+   * event payload (about 1 kB) in memory; past work_mem (4 MB by default, about 3,500 receipts)
+   * it writes them to a temporary file and reads them back several times.
+   */
   receiptBatch: number;
   /**
    * Recipients per fan-out chunk (one insert). A divisor of every earlier size (10,000), so a
@@ -23,7 +27,7 @@ export interface WorkBudget {
 }
 
 const BUDGETS: Record<Database['kind'], WorkBudget> = {
-  postgres: { dispatchBatch: 1_000, receiptBatch: 5_000, fanoutChunk: 10_000, pruneBatch: 2_000, pruneMediaBytes: 512 * 1024 * 1024 },
+  postgres: { dispatchBatch: 1_000, receiptBatch: 2_000, fanoutChunk: 10_000, pruneBatch: 2_000, pruneMediaBytes: 512 * 1024 * 1024 },
   pglite: { dispatchBatch: 200, receiptBatch: 500, fanoutChunk: 2_000, pruneBatch: 200, pruneMediaBytes: 64 * 1024 * 1024 },
 };
 
