@@ -9,23 +9,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNT_INTO_JOBS_SQL } from '../src/messaging/job-store.js';
 import { createTenant, createTestApp, json, type TestContext } from './helpers.js';
+import { whileRowHeld } from './lock-order.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestApp();
 });
 afterAll(async () => ctx.close());
-
-/** Waits until the backend `pid` waits on a lock (polled every 10 ms, for at most 10 s). */
-async function blocked(pid: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const { rows } = await ctx.database.pool!.query<{ n: number }>('SELECT cardinality(pg_blocking_pids($1))::int AS n', [pid]);
-    if (rows[0]!.n > 0) return;
-    if (Date.now() > deadline) throw new Error('the count never waited for the held job');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('counting into bulk jobs on PostgreSQL', () => {
   it('locks the jobs in id order, whatever the order of its counts, so two counts never deadlock', async () => {
@@ -47,30 +37,9 @@ describe('counting into bulk jobs on PostgreSQL', () => {
       jobs AS (${COUNT_INTO_JOBS_SQL('counts', { sent_count: 'c.sent', failed_count: 'c.failed' }, 'c.n')})
       SELECT count(*)::int AS n FROM jobs`;
 
-    const holder = await pool.connect();
-    const counter = await pool.connect();
-    const prober = await pool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT 1 FROM bulk_jobs WHERE id = $1 FOR UPDATE', [first]);
-      const { rows } = await counter.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      const counted = counter.query<{ n: number }>(count, [second, first]);
-      await blocked(rows[0]!.pid);
-
-      // While the count waits for `first`, it holds nothing on `second`.
-      await prober.query('BEGIN');
-      await prober.query('SELECT 1 FROM bulk_jobs WHERE id = $1 FOR UPDATE NOWAIT', [second]);
-      await prober.query('ROLLBACK');
-
-      await holder.query('COMMIT');
-      expect((await counted).rows[0]!.n).toBe(2);
-    } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await prober.query('ROLLBACK').catch(() => undefined);
-      holder.release();
-      counter.release();
-      prober.release();
-    }
+    // While the count waits for `first`, it holds nothing on `second`.
+    const counted = await whileRowHeld(pool, 'bulk_jobs', { held: first, other: second }, () => pool.query<{ n: number }>(count, [second, first]));
+    expect(counted.rows[0]!.n).toBe(2);
     const { rows } = await pool.query<{ id: string; sent_count: number }>('SELECT id, sent_count FROM bulk_jobs WHERE id = ANY($1::text[]) ORDER BY id', [[first, second]]);
     expect(rows).toEqual([
       { id: first, sent_count: 1 },

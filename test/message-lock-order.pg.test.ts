@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyReceipts, failWaiting, writeOutcomes } from '../src/messaging/outcomes.js';
 import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
+import { whileRowHeld } from './lock-order.js';
 
 const WORKER = 'lock-order-worker';
 
@@ -46,44 +47,6 @@ async function pair(label: string): Promise<Pair> {
   return { first, second };
 }
 
-/** Waits until a backend running a statement that starts with `prefix` waits on a lock. */
-async function blocked(prefix: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const { rows } = await ctx.database.pool!.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND ltrim(query) LIKE $1 || '%'`,
-      [prefix],
-    );
-    if (rows[0]!.n > 0) return;
-    if (Date.now() > deadline) throw new Error(`no statement starting "${prefix}" waited for the held message`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-/** Holds `held` while `run` starts; checks that, waiting for it, the statement holds nothing on `other`; then lets it finish. */
-async function whileHeld<T>(held: string, other: string, prefix: string, run: () => Promise<T>): Promise<T> {
-  const pool = ctx.database.pool!;
-  const holder = await pool.connect();
-  const prober = await pool.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM messages WHERE id = $1 FOR UPDATE', [held]);
-    const result = run();
-    result.catch(() => undefined);
-    await blocked(prefix);
-    await prober.query('BEGIN');
-    await prober.query('SELECT 1 FROM messages WHERE id = $1 FOR UPDATE NOWAIT', [other]);
-    await prober.query('ROLLBACK');
-    await holder.query('COMMIT');
-    return await result;
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    await prober.query('ROLLBACK').catch(() => undefined);
-    holder.release();
-    prober.release();
-  }
-}
-
 async function statuses(ids: string[]): Promise<string[]> {
   const { rows } = await ctx.database.pool!.query<{ status: string }>('SELECT status FROM messages WHERE id = ANY($1::text[]) ORDER BY id', [ids]);
   return rows.map((r) => r.status);
@@ -93,7 +56,7 @@ describe('locking several messages on PostgreSQL', () => {
   it('an outcome locks its messages in id order, whatever the order it names them in', async () => {
     const { first, second } = await pair('outcome');
     const at = new Date();
-    const rows = await whileHeld(first.id, second.id, 'WITH locked', () =>
+    const rows = await whileRowHeld(ctx.database.pool!, 'messages', { held: first.id, other: second.id }, () =>
       writeOutcomes(ctx.database, WORKER, [{ id: second.id, at }, { id: first.id, at }], [], []),
     );
     // Priority 0: direct sends, whose rows go back to their waiting requests.
@@ -104,7 +67,7 @@ describe('locking several messages on PostgreSQL', () => {
   it('a receipt locks its messages in id order, not in network id order', async () => {
     const { first, second } = await pair('receipt');
     const at = new Date();
-    await whileHeld(first.id, second.id, 'WITH r AS', () =>
+    await whileRowHeld(ctx.database.pool!, 'messages', { held: first.id, other: second.id }, () =>
       applyReceipts(ctx.database, 'DELIVERED', [
         { deviceId, networkMessageId: second.nid, status: 'DELIVERED', at },
         { deviceId, networkMessageId: first.nid, status: 'DELIVERED', at },
@@ -115,7 +78,7 @@ describe('locking several messages on PostgreSQL', () => {
 
   it("failing a device's waiting messages locks them in id order", async () => {
     const { first, second } = await pair('fail');
-    const failed = await whileHeld(first.id, second.id, 'WITH sent AS', () => failWaiting(ctx.database, deviceId, 'DEVICE_LOGGED_OUT', 'logged out'));
+    const failed = await whileRowHeld(ctx.database.pool!, 'messages', { held: first.id, other: second.id }, () => failWaiting(ctx.database, deviceId, 'DEVICE_LOGGED_OUT', 'logged out'));
     expect(failed).toBe(2);
     expect(await statuses([first.id, second.id])).toEqual(['FAILED', 'FAILED']);
   });
