@@ -154,16 +154,17 @@ export async function writeOutcomes(db: Database, workerId: string, sent: Sent[]
 
 /** Fails every message of a device that may still be sent (the device was logged out or removed); returns how many. */
 export async function failWaiting(db: Queryable, deviceId: string, code: string, message: string): Promise<number> {
+  const waiting = `m.status IN ${sqlList(statusesBefore('FAILED'))}`;
   const [row] = await db.query<{ n: number }>(
     `WITH sent AS (SELECT NULL::text AS account_id, NULL::text AS device_id, NULL::text AS job_id, NULL::jsonb AS event_data WHERE false),
      locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(
-       `(SELECT m.id FROM messages m WHERE m.device_id = $1 AND m.status IN ${sqlList(statusesBefore('FAILED'))} ${IN_ID_ORDER('m')}) AS s`,
-       `m.status IN ${sqlList(statusesBefore('FAILED'))}`,
+       `(SELECT m.id FROM messages m WHERE m.device_id = $1 AND ${waiting} ${IN_ID_ORDER('m')}) AS s`,
+       waiting,
        'FOR NO KEY UPDATE',
      )}),
      failed AS (
        UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = $2, error_message = $3
-         FROM locked k WHERE m.id = k.id AND m.status IN ${sqlList(statusesBefore('FAILED'))}
+         FROM locked k WHERE m.id = k.id AND ${waiting}
         RETURNING ${RETURNED('m')}),
      ${COUNT_REFUND_AND_EVENTS()}
      SELECT count(*)::int AS n FROM failed`,
@@ -185,6 +186,7 @@ export interface DeviceReceipt extends Receipt {
  * time may be earlier than the sentAt stamped on its acknowledgement.
  */
 export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<void> {
+  const receivable = `m.status IN ${sqlList(RECEIPT_FROM[status])}`;
   const set =
     status === 'DELIVERED'
       ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
@@ -195,12 +197,12 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
     // the account's lock, and those connections also carry the network's hand-overs.
     name: `messages_receipts_${status.toLowerCase()}`,
     text: `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
-          found AS MATERIALIZED (SELECT m.id, r.at FROM r CROSS JOIN LATERAL (
+          found AS MATERIALIZED (SELECT f.id, r.at FROM r CROSS JOIN LATERAL (
                   SELECT m.id FROM messages m
-                   WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND m.status IN ${sqlList(RECEIPT_FROM[status])}
-                  OFFSET 0) AS m
-                 ${IN_ID_ORDER('m')}),
-          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', `m.status IN ${sqlList(RECEIPT_FROM[status])}`, 'FOR UPDATE')}),
+                   WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND ${receivable}
+                  OFFSET 0) AS f
+                 ${IN_ID_ORDER('f')}),
+          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', receivable, 'FOR UPDATE')}),
           u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
                 RETURNING m.job_id, m.account_id, m.device_id, o.prev, waygate_message_json(m) AS event_data),
           counts AS (
