@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, createTestApp, json, randomPhone, type TestContext, expectError } from './helpers.js';
+import { blockedBy } from './row-locks.js';
 
 interface DataBody<T> {
   data: T;
@@ -37,14 +38,7 @@ describe('concurrency on PostgreSQL', () => {
       await client.query('DELETE FROM contacts WHERE id = $1', [contact.id]);
       const [{ pid }] = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
       const pending = ctx.app.inject({ method: 'POST', url: `/groups/${group.id}/contacts`, headers, payload: { contactIds: [contact.id] } });
-      // Wait until the request is blocked behind the delete (polled every 10 ms, for at most 10 s).
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
-        if (rows[0]!.n > 0) break;
-        if (Date.now() > deadline) throw new Error('the request never blocked behind the delete');
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await blockedBy(pool, pid, 'the request never blocked behind the delete');
       await client.query('COMMIT');
       const body = expectError(await pending, 400, 'VALIDATION_ERROR');
       expect(body.error.message).toContain(contact.id);

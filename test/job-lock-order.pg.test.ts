@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNT_INTO_JOBS_SQL } from '../src/messaging/job-store.js';
 import { createTenant, createTestApp, json, type TestContext } from './helpers.js';
-import { whileRowHeld } from './lock-order.js';
+import { whileRowHeld } from './row-locks.js';
 
 let ctx: TestContext;
 beforeAll(async () => {

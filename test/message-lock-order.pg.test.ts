@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyReceipts, failWaiting, writeOutcomes } from '../src/messaging/outcomes.js';
 import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
-import { whileRowHeld } from './lock-order.js';
+import { whileRowHeld } from './row-locks.js';
 
 const WORKER = 'lock-order-worker';
 

@@ -1,22 +1,25 @@
 /**
- * For the *-lock-order.pg.test.ts files: a statement that locks several rows in one order takes
- * none of them before the first. whileRowHeld holds one row FOR UPDATE while the statement
- * starts, waits until something waits for the holder, checks with NOWAIT that meanwhile nobody
- * holds the other row, then lets the statement finish and returns its result.
+ * Row locks in PostgreSQL tests: blockedBy waits until a statement waits behind a transaction;
+ * whileRowHeld shows that a statement locking several rows in one order takes none of them before
+ * the first (the *-lock-order.pg.test.ts files).
  */
 import type pg from 'pg';
 
 /** Waits until a backend waits for the backend `holderPid` (polled every 10 ms, for at most 10 s). */
-async function blockedBy(pool: pg.Pool, holderPid: number): Promise<void> {
+export async function blockedBy(pool: pg.Pool, holderPid: number, what = 'the statement never waited for the held row'): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid]);
     if (rows[0]!.n > 0) return;
-    if (Date.now() > deadline) throw new Error('the statement never waited for the held row');
+    if (Date.now() > deadline) throw new Error(what);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
+/**
+ * Holds `rows.held` of `table` FOR UPDATE while `run` starts; once something waits for it, checks
+ * with NOWAIT that nobody holds `rows.other`; then lets `run` finish and returns its result.
+ */
 export async function whileRowHeld<T>(pool: pg.Pool, table: 'messages' | 'bulk_jobs', rows: { held: string; other: string }, run: () => Promise<T>): Promise<T> {
   const holder = await pool.connect();
   const prober = await pool.connect();
