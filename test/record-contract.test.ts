@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TObject } from 'typebox';
 import { appendEventsSql } from '../src/events/event-store.js';
+import { runMigrations } from '../src/platform/migrate.js';
 import { DeviceSchema } from '../src/devices/device-record.js';
 import { DeviceSchema as RouteDeviceSchema } from '../src/http/routes/devices.js';
 import { BulkJobSchema, MessageSchema } from '../src/messaging/message-record.js';
@@ -131,6 +132,14 @@ describe('SQL record functions equal the API', () => {
       answers.push(api);
     }
     expectCoverage(MessageSchema, answers);
+  });
+
+  it('keeps waygate_message_record when the repeatable SQL runs again: a running statement may be using it', async () => {
+    const typeOid = async (): Promise<number> =>
+      (await ctx.database.query<{ oid: number }>(`SELECT 'waygate_message_record'::regtype::oid::int AS oid`))[0]!.oid;
+    const before = await typeOid();
+    await runMigrations(ctx.database);
+    expect(await typeOid()).toBe(before);
   });
 
   it('waygate_job_json equals GET /messages/bulk-jobs/:id and the listing', async () => {

@@ -16,20 +16,43 @@ CREATE OR REPLACE FUNCTION waygate_poll_json(p jsonb) RETURNS jsonb LANGUAGE sql
                          FROM jsonb_array_elements_text(p->'options') WITH ORDINALITY AS o(option, n)), '[]'::jsonb))
 $$;
 
+-- The record's fields as a row type, for waygate_message_json's to_jsonb(ROW(...)): the keys come
+-- from the type, and a NULL field is written without a look-up (jsonb_build_object looks up the
+-- type of each of its 64 arguments on every call). Its attributes are in the order of that ROW.
+-- A type cannot be replaced, and a running statement may be using it: it is dropped and created
+-- again only when `wanted` differs from what the database has (written as quote_ident and
+-- format_type write it, else it would be re-created on every start; the record-contract test
+-- checks it is not).
+DO $$
+DECLARE
+  wanted CONSTANT text := 'id text, direction text, "deviceId" text, "jobId" text, "to" text, "from" text, "fromLid" text, '
+    'type text, content text, "mediaUrl" text, status text, attempts integer, error jsonb, '
+    '"scheduledAt" text, "createdAt" text, "queuedAt" text, "sentAt" text, "deliveredAt" text, "readAt" text, '
+    '"failedAt" text, "cancelledAt" text, "receivedAt" text, media jsonb, location jsonb, contacts jsonb, poll jsonb, '
+    'reaction jsonb, "replyTo" text, mentions jsonb, "editedAt" text, "deletedAt" text, "chatId" text';
+  current text;
+BEGIN
+  SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) INTO current
+    FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+   WHERE t.typname = 'waygate_message_record' AND t.typnamespace = current_schema()::regnamespace;
+  IF current IS DISTINCT FROM wanted THEN
+    DROP TYPE IF EXISTS waygate_message_record;
+    EXECUTE 'CREATE TYPE waygate_message_record AS (' || wanted || ')';
+  END IF;
+END $$;
+
 CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT jsonb_build_object(
-    'id', m.id, 'direction', m.direction, 'deviceId', m.device_id, 'jobId', m.job_id,
-    'to', CASE WHEN m.direction = 'out' THEN m.peer END, 'from', CASE WHEN m.direction = 'in' THEN m.peer END,
-    'fromLid', m.peer_lid,
-    'type', m.type, 'content', m.content, 'mediaUrl', m.media_url, 'status', m.status, 'attempts', m.attempts,
-    'error', CASE WHEN m.error_code IS NULL THEN NULL ELSE jsonb_build_object('code', m.error_code, 'message', COALESCE(m.error_message, '')) END,
-    'scheduledAt', waygate_ts(m.scheduled_at), 'createdAt', waygate_ts(m.created_at), 'queuedAt', waygate_ts(m.queued_at),
-    'sentAt', waygate_ts(m.sent_at), 'deliveredAt', waygate_ts(m.delivered_at), 'readAt', waygate_ts(m.read_at),
-    'failedAt', waygate_ts(m.failed_at), 'cancelledAt', waygate_ts(m.cancelled_at), 'receivedAt', waygate_ts(m.received_at),
-    'media', m.media,
-    'location', m.payload->'location', 'contacts', m.payload->'contacts',
-    'poll', CASE WHEN m.payload ? 'poll' THEN waygate_poll_json(m.payload->'poll') END,
-    'reaction', m.payload->'reaction', 'replyTo', m.reply_to, 'mentions', to_jsonb(m.mentions),
-    'editedAt', waygate_ts(m.edited_at), 'deletedAt', waygate_ts(m.deleted_at),
-    'chatId', COALESCE(m.chat_id, m.peer))
+  SELECT to_jsonb(ROW(
+    m.id, m.direction, m.device_id, m.job_id,
+    CASE WHEN m.direction = 'out' THEN m.peer END, CASE WHEN m.direction = 'in' THEN m.peer END, m.peer_lid,
+    m.type, m.content, m.media_url, m.status, m.attempts,
+    CASE WHEN m.error_code IS NULL THEN NULL ELSE jsonb_build_object('code', m.error_code, 'message', COALESCE(m.error_message, '')) END,
+    waygate_ts(m.scheduled_at), waygate_ts(m.created_at), waygate_ts(m.queued_at),
+    waygate_ts(m.sent_at), waygate_ts(m.delivered_at), waygate_ts(m.read_at),
+    waygate_ts(m.failed_at), waygate_ts(m.cancelled_at), waygate_ts(m.received_at),
+    m.media, m.payload->'location', m.payload->'contacts',
+    CASE WHEN m.payload ? 'poll' THEN waygate_poll_json(m.payload->'poll') END,
+    m.payload->'reaction', m.reply_to, to_jsonb(m.mentions),
+    waygate_ts(m.edited_at), waygate_ts(m.deleted_at),
+    COALESCE(m.chat_id, m.peer))::waygate_message_record)
 $$;
