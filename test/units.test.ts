@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+import { isPossiblePhoneNumber } from 'libphonenumber-js';
 import { normalizePhone, phoneSearchDigits } from '../src/platform/phone.js';
 import { hashPassword, verifyPassword } from '../src/directory/passwords.js';
 import { AppError, ERROR_STATUS, codeToStatus } from '../src/platform/errors.js';
@@ -128,6 +129,21 @@ describe('phone numbers', () => {
     for (const bad of ['', 'abc', '+1 415 CALL NOW', '123456', '1234567890123456', '0812345678', '+999 1234 5678']) {
       expect(normalizePhone(bad).ok, bad).toBe(false);
     }
+  });
+
+  it("accepts exactly the numbers libphonenumber's isPossiblePhoneNumber does", () => {
+    // A national prefix after the country code (+40 0…), countries sharing a code (+599, +290), and
+    // 20,000 digit strings of every length from a fixed seed.
+    const samples = ['400088978293', '59933533086', '29080671', '6281234567890', '14155550123', '447911123456', '8613800138000'];
+    let seed = 42;
+    const next = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let i = 0; i < 20_000; i++) {
+      let digits = String(1 + next(9));
+      for (let length = 7 + next(9); digits.length < length; ) digits += String(next(10));
+      samples.push(digits);
+    }
+    const differing = samples.filter((digits) => normalizePhone(digits).ok !== isPossiblePhoneNumber(`+${digits}`));
+    expect(differing).toEqual([]);
   });
 
   it('reads phone-like searches as digits', () => {

@@ -3,7 +3,7 @@
  * spaces, dashes, dots and parentheses, which are stripped; the rest must be 7–15 digits that
  * libphonenumber-js accepts as a possible number (a known country code, a plausible length).
  */
-import { isPossiblePhoneNumber } from 'libphonenumber-js';
+import { parsePhoneNumberWithError } from 'libphonenumber-js';
 
 export type PhoneResult = { ok: true; digits: string } | { ok: false; message: string };
 
@@ -21,10 +21,23 @@ export function normalizePhone(input: string): PhoneResult {
   if (digits.startsWith('0')) {
     return { ok: false, message: 'must start with the country code (E.164), not a 0 trunk prefix' };
   }
-  if (!isPossiblePhoneNumber(`+${digits}`)) {
+  if (!isPossible(`+${digits}`)) {
     return { ok: false, message: 'is not a possible phone number for its country code' };
   }
   return { ok: true, digits };
+}
+
+/**
+ * libphonenumber's isPossiblePhoneNumber, which is this parse and isPossible() behind two copies
+ * of its options a call (its build spreads objects through a slow helper): a fifth of the time
+ * of a 100,000-recipient job's validation. test/units.test.ts keeps the two equal.
+ */
+function isPossible(e164: string): boolean {
+  try {
+    return parsePhoneNumberWithError(e164, { extract: false }).isPossible();
+  } catch {
+    return false;
+  }
 }
 
 /** The digits of a search string, when it reads like a phone number fragment ("+62 812"). */
