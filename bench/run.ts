@@ -44,7 +44,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
     load: () => import('./overview.js'),
   },
   scale: {
-    description: 'many numbers: 1,000 sandbox devices across 2 worker processes (split, takeover, rejoin), RSS per device, paced bulk lateness',
+    description: 'many numbers: 1,000 sandbox devices across 2 worker processes (split, takeover, rejoin), RSS per device, paced bulk lateness, cluster direct sends, then tables (BENCH_SCALE_TABLES=0 skips it)',
     load: () => import('./scale.js'),
   },
   starvation: {
@@ -52,7 +52,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
     load: () => import('./starvation.js'),
   },
   tables: {
-    description: 'big tables: listings at 10,000,000 messages and 3,000,000 deliveries (p95 <= 50 ms), pruning a day while sends continue',
+    description: 'big tables alone (also part of scale): listings at 10,000,000 messages and 3,000,000 deliveries (p95 <= 50 ms), pruning a day while sends continue',
     load: () => import('./tables.js'),
   },
   webhooks: {

@@ -21,7 +21,7 @@ import { Housekeeping } from '../src/housekeeping.js';
 import { openDatabase } from '../src/platform/database.js';
 import { runLoad } from './lib/load.js';
 import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
-import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
+import { allPassed, formatTable, writeResults, type Check, type Measured } from './lib/report.js';
 import { api } from './lib/tenant.js';
 import { openApiFixture } from './lib/api-fixture.js';
 import { LIMIT, measureListings, seedRows, type Listing } from './listings.js';
@@ -43,6 +43,15 @@ interface EventsBody {
 }
 
 export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> {
+  const { checks, results } = await measure(options);
+  console.log(`\n${formatTable(checks)}\n`);
+  const file = await writeResults('tables', { at: new Date().toISOString(), checks, results });
+  console.log(`Results written to ${file}`);
+  return { passed: allPassed(checks) };
+}
+
+/** (a) and (b): their checks and figures (bench/scale runs them too). */
+export async function measure(options: BenchmarkOptions): Promise<Measured> {
   const checks: Check[] = [];
   const results: Record<string, unknown> = { messages: MESSAGES, deliveries: DELIVERIES, jobs: JOBS, spanDays: SPAN_DAYS, limit: LIMIT, connections: CONNECTIONS };
   const fixture = await openApiFixture('waygate_bench_tables', { devices: ['bench phone'], endpoints: 1 });
@@ -140,9 +149,5 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   } finally {
     await fixture.close();
   }
-
-  console.log(`\n${formatTable(checks)}\n`);
-  const file = await writeResults('tables', { at: new Date().toISOString(), checks, results });
-  console.log(`Results written to ${file}`);
-  return { passed: allPassed(checks) };
+  return { checks, results };
 }

@@ -12,6 +12,12 @@ export interface Check {
   pass: boolean | undefined;
 }
 
+/** What one benchmark's part measured: its checks, and the figures behind them for the results file. */
+export interface Measured {
+  checks: Check[];
+  results: Record<string, unknown>;
+}
+
 export const RESULTS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../results');
 
 export function allPassed(checks: readonly Check[]): boolean {
