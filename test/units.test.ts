@@ -136,7 +136,7 @@ describe('phone numbers', () => {
     // 20,000 digit strings of every length from a fixed seed.
     const samples = ['400088978293', '59933533086', '29080671', '6281234567890', '14155550123', '447911123456', '8613800138000'];
     let seed = 42;
-    const next = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const next = (n: number): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % n;
     for (let i = 0; i < 20_000; i++) {
       let digits = String(1 + next(9));
       for (let length = 7 + next(9); digits.length < length; ) digits += String(next(10));
