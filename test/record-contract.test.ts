@@ -94,7 +94,7 @@ const messageRows = (accountId: string): Json[] => {
     // Cancelled, with a stale message but no code: no error.
     out(3, { job_id: JOB_ID, peer: '6284444444444', type: 'TEXT', content: 'cancelled', status: 'CANCELLED', error_message: 'left over', scheduled_at: '2031-01-01T00:00:00.000Z', created_at: '2024-03-02T12:34:56.789Z', cancelled_at: '2024-03-02T12:35:00.000Z' }),
     // Scheduled: only createdAt and scheduledAt.
-    out(4, { peer: '6285555555555', type: 'VIDEO', content: 'later', media_url: 'https://example.test/v.mp4', status: 'SCHEDULED', due_at: '2031-01-01T00:00:00.000Z', scheduled_at: '2031-01-01T00:00:00.000Z', created_at: '2024-03-03T00:00:00.000Z' }),
+    out(4, { peer: '6285555555555', type: 'VIDEO', content: 'later', media_url: 'https://example.test/v.mp4', status: 'SCHEDULED', scheduled_at: '2031-01-01T00:00:00.000Z', created_at: '2024-03-03T00:00:00.000Z' }),
     // Received media with everything the network told, from a LID.
     incoming(5, { peer: '6286666666666', peer_lid: '123456789012345@lid', type: 'VIDEO', content: 'look', media: { mimeType: 'video/mp4', fileName: 'clip.mp4', sizeBytes: 1048576, seconds: 12.5 }, created_at: '2024-04-01T10:00:00.000Z', received_at: '2024-04-01T09:59:59.900Z' }),
     // Received media with only a type; received text without a LID.
@@ -103,7 +103,7 @@ const messageRows = (accountId: string): Json[] => {
     // The added kinds: a location replying with mentions, a contact card, a poll, a reaction, a voice note.
     out(8, { peer: '6288888888888', type: 'LOCATION', content: 'here', payload: { location: { latitude: -6.175392, longitude: 106.827153, name: 'Monas', address: 'Jakarta "Pusat"' } }, reply_to: id('msg', 7), mentions: ['6281111111111', '6282222222222'], status: 'SENT', attempts: 1, created_at: '2024-04-04T10:00:00.000Z', sent_at: '2024-04-04T10:00:00.500Z' }),
     incoming(9, { peer: '6288888888888', type: 'CONTACT', content: '', payload: { contacts: [{ name: 'Ani ☎', phoneNumber: '6281234500000' }, { name: 'Budi', phoneNumber: '6281234500001' }] }, created_at: '2024-04-05T10:00:00.000Z', received_at: '2024-04-05T10:00:00.000Z' }),
-    out(10, { peer: '6288888888888', type: 'POLL', content: 'Lunch?', payload: { poll: { options: ['Rice', 'Noodles', 'Soup'], multiple: true, voters: { '6281111111111': ['Rice', 'Soup'], '6282222222222': ['Soup'], '6283333333333': [] } } }, status: 'QUEUED', due_at: '2024-04-06T10:00:00.000Z', created_at: '2024-04-06T10:00:00.000Z', queued_at: '2024-04-06T10:00:00.000Z' }),
+    out(10, { peer: '6288888888888', type: 'POLL', content: 'Lunch?', payload: { poll: { options: ['Rice', 'Noodles', 'Soup'], multiple: true, voters: { '6281111111111': ['Rice', 'Soup'], '6282222222222': ['Soup'], '6283333333333': [] } } }, status: 'QUEUED', created_at: '2024-04-06T10:00:00.000Z', queued_at: '2024-04-06T10:00:00.000Z' }),
     incoming(11, { peer: '6288888888888', type: 'REACTION', content: '', payload: { reaction: { messageId: id('msg', 8), emoji: '👍' } }, created_at: '2024-04-07T10:00:00.000Z', received_at: '2024-04-07T10:00:00.000Z' }),
     out(12, { peer: '6288888888888', type: 'AUDIO', content: '', media_url: 'https://example.test/v.ogg', payload: { voice: true }, status: 'SENT', attempts: 1, created_at: '2024-04-08T10:00:00.000Z', sent_at: '2024-04-08T10:00:01.000Z', deleted_at: '2024-04-08T11:00:00.001Z' }),
   ];

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, type TestContext } from './helpers.js';
-import { nextDueAt } from '../src/messaging/message-store.js';
+import { nextDueAt } from '../src/messaging/queue-store.js';
 import {
   createMessagingApp,
   expectOk,
@@ -86,7 +86,7 @@ describe("a device's next due time", () => {
     const bulkId = await schedule(sooner);
     await ctx.database.query('UPDATE messages SET priority = 1 WHERE id = $1', [bulkId]);
     expect((await nextDueAt(ctx.database, device.id))?.getTime()).toBe(sooner.getTime());
-    await ctx.database.query('UPDATE messages SET due_at = NULL WHERE device_id = $1', [device.id]);
+    await ctx.database.query('DELETE FROM message_queue WHERE device_id = $1', [device.id]);
     expect(await nextDueAt(ctx.database, device.id)).toBeNull();
   });
 });

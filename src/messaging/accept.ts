@@ -66,14 +66,13 @@ const ACCEPT: Omit<PreparedStatement, 'values'> = {
       FROM r CROSS JOIN LATERAL (${DEVICE_CHOICE_SQL('r.account_id', 'r.device_req')}) AS dv),
   need AS (SELECT account_id, sum(n)::int AS n FROM d GROUP BY account_id),
   u AS (${RESERVE_SQL('need', 'a')}),
-  ins AS (${INSERT_DIRECT_SQL(
-    `(SELECT m.id, d.account_id, d.device_id, m.peer, r.type, r.content, r.media_url, r.payload::jsonb AS payload, r.reply_to,
-             CASE WHEN r.mentions IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(r.mentions::jsonb)) END AS mentions,
-             r.status, r.due_at, m.nid, CASE WHEN r.n > 0 THEN u.period_start END AS period_start, r.scheduled_at, d.local
-        FROM unnest($15::int[], $16::text[], $17::text[], $18::text[]) AS m(idx, id, peer, nid)
-        JOIN r ON r.idx = m.idx JOIN d ON d.idx = m.idx JOIN u ON u.account_id = d.account_id)`,
-    '$14',
-  )})
+  accepted AS (
+    SELECT m.id, d.account_id, d.device_id, m.peer, r.type, r.content, r.media_url, r.payload::jsonb AS payload, r.reply_to,
+           CASE WHEN r.mentions IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(r.mentions::jsonb)) END AS mentions,
+           r.status, r.due_at, m.nid, CASE WHEN r.n > 0 THEN u.period_start END AS period_start, r.scheduled_at, d.local
+      FROM unnest($15::int[], $16::text[], $17::text[], $18::text[]) AS m(idx, id, peer, nid)
+      JOIN r ON r.idx = m.idx JOIN d ON d.idx = m.idx JOIN u ON u.account_id = d.account_id),
+  ${INSERT_DIRECT_SQL('accepted', '$14')}
   SELECT r.idx, d.device_id, d.status = 'CONNECTED' AS device_connected, d.local AS taken, (u.account_id IS NOT NULL) AS reserved,
          a.period_start, a.period_end, a.quota
     FROM r LEFT JOIN d ON d.idx = r.idx LEFT JOIN a ON a.account_id = r.account_id LEFT JOIN u ON u.account_id = r.account_id`,

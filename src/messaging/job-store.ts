@@ -9,6 +9,7 @@ import { appendEventsSql } from '../events/event-store.js';
 import type { MessageType } from '../network/network.js';
 import { BULK_JOB_COLUMNS, NETWORK_MESSAGE_ID_SQL, PRIORITY, type BulkJobRow, type KindPayload } from './message-model.js';
 import { OPEN_JOB_STATUSES, jobIsDoneSql, sqlList, type JobStatus } from './message-states.js';
+import { ENQUEUE_SQL } from './queue-store.js';
 
 type Counter = 'sent_count' | 'failed_count' | 'cancelled_count' | 'delivered_count' | 'read_count';
 
@@ -177,12 +178,13 @@ export async function insertChunkMessages(tx: Queryable, jobId: string, start: n
         WHERE j.id = $1),
      ins AS (
        INSERT INTO messages (id, account_id, device_id, job_id, direction, peer, type, content, media_url, payload, mentions, status, priority,
-                             due_at, network_message_id, quota_period_start, scheduled_at)
+                             network_message_id, quota_period_start, scheduled_at)
        SELECT c.msg_id, c.account_id, c.device_id, c.id, 'out', c.phone, c.type, c.content, c.media_url, c.payload, c.mentions,
               CASE WHEN c.scheduled_at > now() THEN 'SCHEDULED' ELSE 'QUEUED' END, ${PRIORITY.bulk},
-              COALESCE(c.scheduled_at, now()), ${NETWORK_MESSAGE_ID_SQL('c.msg_id')}, c.quota_period_start, c.scheduled_at
+              ${NETWORK_MESSAGE_ID_SQL('c.msg_id')}, c.quota_period_start, c.scheduled_at
          FROM chunk c
-       RETURNING 1)
+       RETURNING id, device_id, priority, COALESCE(scheduled_at, now()) AS due_at),
+     queued AS (${ENQUEUE_SQL('ins')})
      SELECT count(*)::int AS n FROM ins`,
     [jobId, start, size],
   );

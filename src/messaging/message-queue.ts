@@ -11,6 +11,7 @@ import { workBudget } from '../platform/work-budget.js';
 import { BatchPump } from '../platform/batch-pump.js';
 import { PRIORITY, type MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
+import * as queue from './queue-store.js';
 import type { ClaimedMessage, IncomingMessage } from './message-store.js';
 import type { ChatActivity } from '../conversations/chat-activity.js';
 import { applyReceipts, failWaiting, writeOutcomes, type DeviceReceipt, type Failure, type Retry, type Sent } from './outcomes.js';
@@ -195,11 +196,11 @@ export class MessageQueue {
 
   /** Of these devices, those with a message due now. */
   devicesWithDue(deviceIds: string[]): Promise<string[]> {
-    return messages.devicesWithDue(this.database, deviceIds);
+    return queue.devicesWithDue(this.database, deviceIds);
   }
 
   nextDueAt(deviceId: string): Promise<Date | null> {
-    return messages.nextDueAt(this.database, deviceId);
+    return queue.nextDueAt(this.database, deviceId);
   }
 
   /** Puts claimed messages back untouched (the lease was lost before they were handed over). */

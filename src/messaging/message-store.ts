@@ -20,6 +20,7 @@ import { messageTransitions } from '../platform/metrics.js';
 import { REFUND_SQL } from './quota-store.js';
 import { CHAT_OF_INCOMING_SQL } from '../conversations/chat-store.js';
 import { COUNT_INTO_DAYS_SQL } from './message-days.js';
+import { DEQUEUE_SQL, ENQUEUE_SQL } from './queue-store.js';
 
 /** A message claimed for sending, as the device runner hands it to the network. */
 export interface ClaimedMessage {
@@ -83,9 +84,9 @@ export interface ClaimRequest {
 
 /**
  * Claims due messages for several devices (each device once), and starts their SCHEDULED jobs,
- * in one statement. waygate_due_messages walks a device's range of the queue index in order
- * (SKIP LOCKED) whatever the statistics say, and returns one row a device as far as the planner
- * knows (migration 0045), so every join is a primary-key lookup: one generic plan serves every
+ * in one statement. waygate_due_messages walks a device's range of the queue in order (SKIP
+ * LOCKED) whatever the statistics say, and returns one row a device as far as the planner
+ * knows (drizzle/repeatable/10_message_queue.sql), so every join is a primary-key lookup: one generic plan serves every
  * claim (generic plans run with sequential scans off, see openDatabase), planned once per
  * connection instead of on each call, which cost as much as running it when a thousand paced
  * devices each claimed a message a second.
@@ -96,9 +97,10 @@ const CLAIM: Omit<PreparedStatement, 'values'> = {
   text: `WITH due AS (
        SELECT d.id FROM unnest($1::text[], $2::int[], $4::int[]) AS r(device_id, lim, max_priority)
               CROSS JOIN LATERAL waygate_due_messages(r.device_id, r.max_priority, r.lim) AS d(id)),
+     dequeued AS (DELETE FROM message_queue q USING due WHERE q.id = due.id RETURNING q.id),
      claimed AS (
-       UPDATE messages m SET status = 'SENDING', due_at = NULL, claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
-         FROM due WHERE m.id = due.id
+       UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
+         FROM dequeued d WHERE m.id = d.id
        RETURNING m.id, m.device_id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
      started AS (${START_JOBS_SQL('claimed')})
      SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced
@@ -140,57 +142,30 @@ export async function claimDue(db: Pick<Database, 'queryPrepared'>, workerId: st
   return byDevice;
 }
 
-/** SQL: the queue's priorities as a VALUES list, `p(priority)`: each is one range of the queue index. */
-const PRIORITIES_SQL = `(VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)`;
-
-/**
- * Of `deviceIds`, those with a message due now: the dispatch loops' safety net for a notification
- * that never came (one statement a second per worker, not one per device). Each priority (0
- * direct, 1 bulk) is one range of the queue index, so messages scheduled for later cost nothing.
- */
-export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promise<string[]> {
-  if (deviceIds.length === 0) return [];
-  const rows = await db.query<{ id: string }>(
-    `SELECT d.id FROM unnest($1::text[]) AS d(id)
-      WHERE EXISTS (SELECT 1 FROM ${PRIORITIES_SQL}
-                     WHERE EXISTS (SELECT 1 FROM messages m WHERE m.device_id = d.id AND m.priority = p.priority AND m.due_at <= now()))`,
-    [deviceIds],
-  );
-  return rows.map((r) => r.id);
-}
-
-/**
- * When the next waiting message of the device becomes due (null: none waiting): the head of each
- * priority's range of the queue index (one short descent each). A plain min(due_at) read the
- * device's whole range, where the entries of messages claimed moments ago stay until vacuum:
- * milliseconds a call under a stream of direct sends, after every claim that found nothing. On
- * the main pool, not the generic plans' smaller one, where a device's claims and hand-overs wait
- * while its outcome writes are held up behind the account's lock.
- */
-export async function nextDueAt(db: Queryable, deviceId: string): Promise<Date | null> {
-  const [row] = await db.query<{ due_at: Date | null }>(
-    `SELECT min(q.due_at) AS due_at FROM ${PRIORITIES_SQL}
-       CROSS JOIN LATERAL (SELECT m.due_at FROM messages m WHERE m.device_id = $1 AND m.priority = p.priority AND m.due_at IS NOT NULL
-                            ORDER BY m.due_at LIMIT 1) AS q`,
-    [deviceId],
-  );
-  return row?.due_at ?? null;
-}
-
 /** Puts messages claimed by `workerId` back untouched (it lost the device before handing them over). */
 export async function releaseClaimed(db: Queryable, workerId: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   await db.query(
-    `UPDATE messages SET status = 'QUEUED', due_at = now(), claimed_by = NULL, attempts = GREATEST(0, attempts - 1)
-      WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2`,
+    `WITH released AS (
+       UPDATE messages SET status = 'QUEUED', claimed_by = NULL, attempts = GREATEST(0, attempts - 1)
+        WHERE id = ANY($1::text[]) AND status = 'SENDING' AND claimed_by = $2
+       RETURNING id, device_id, priority, now() AS due_at)
+     ${ENQUEUE_SQL('released')}`,
     [ids, workerId],
   );
 }
 
 /** Messages a dead owner left in SENDING go back to the queue (resent with the same network id). */
 export async function recoverSending(db: Queryable, deviceId: string): Promise<number> {
-  const rows = await db.query(`UPDATE messages SET status = 'QUEUED', due_at = now(), claimed_by = NULL WHERE device_id = $1 AND status = 'SENDING' RETURNING id`, [deviceId]);
-  return rows.length;
+  const [row] = await db.query<{ n: number }>(
+    `WITH recovered AS (
+       UPDATE messages SET status = 'QUEUED', claimed_by = NULL WHERE device_id = $1 AND status = 'SENDING'
+       RETURNING id, device_id, priority, now() AS due_at),
+     queued AS (${ENQUEUE_SQL('recovered')} RETURNING 1)
+     SELECT count(*)::int AS n FROM queued`,
+    [deviceId],
+  );
+  return row?.n ?? 0;
 }
 
 /** Which messages to cancel: a client's cancel, a job's waiting messages, or a worker's claimed ones. */
@@ -213,9 +188,10 @@ export async function cancelMessages(tx: Queryable, target: CancelTarget): Promi
   const { where, params } = cancelWhere(target);
   const rows = await tx.query<{ job_id: string | null; n: number }>(
     `WITH c AS (
-       UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), due_at = NULL, claimed_by = NULL
+       UPDATE messages SET status = 'CANCELLED', cancelled_at = now(), claimed_by = NULL
         WHERE ${where}
-       RETURNING job_id, account_id, quota_period_start),
+       RETURNING id, job_id, account_id, quota_period_start),
+     dequeued AS (${DEQUEUE_SQL('SELECT id FROM c')}),
      per_job AS (SELECT job_id, count(*)::int AS n FROM c WHERE job_id IS NOT NULL GROUP BY job_id),
      jobs AS (UPDATE bulk_jobs j SET cancelled_count = j.cancelled_count + c.n FROM per_job c WHERE j.id = c.job_id RETURNING 1),
      refunded AS (${REFUND_SQL('(SELECT account_id, quota_period_start AS period_start, 1 AS n FROM c)')})
@@ -274,12 +250,6 @@ export async function existingIds(db: Queryable, ids: string[]): Promise<Set<str
 /** How many messages a job has so far. */
 export async function countJobMessages(db: Queryable, jobId: string): Promise<number> {
   const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM messages WHERE job_id = $1', [jobId]);
-  return row?.n ?? 0;
-}
-
-/** Messages waiting whose time has come (the queue depth), or whose time is still ahead. */
-export async function countWaiting(db: Queryable, which: 'due' | 'scheduled'): Promise<number> {
-  const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM messages WHERE due_at ${which === 'due' ? '<=' : '>'} now()`);
   return row?.n ?? 0;
 }
 
@@ -424,18 +394,20 @@ export async function recordPollVote(db: Queryable, deviceId: string, vote: Poll
 }
 
 /**
- * SQL (a data-modifying CTE body): inserts accepted direct sends. `source` is a table expression
- * with (id, account_id, device_id, peer, type, content, media_url, payload, reply_to, mentions,
+ * SQL (CTEs `ins` and `ins_queued`): inserts accepted direct sends. `source` names a CTE with
+ * (id, account_id, device_id, peer, type, content, media_url, payload, reply_to, mentions,
  * status, due_at, nid, period_start, scheduled_at, local); a `local` one is inserted SENDING,
  * claimed by the worker `workerId` (a SQL expression) and counted as its first attempt, for an
- * in-process hand-over.
+ * in-process hand-over; the others are queued, due at due_at.
  */
 export const INSERT_DIRECT_SQL = (source: string, workerId: string): string => `
-  INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, payload, reply_to, mentions, status, priority, due_at,
+  ins AS (
+  INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, media_url, payload, reply_to, mentions, status, priority,
                         network_message_id, quota_period_start, scheduled_at, queued_at, claimed_by, attempts)
   SELECT s.id, s.account_id, s.device_id, 'out', s.peer, s.type, s.content, s.media_url, s.payload, s.reply_to, s.mentions,
          CASE WHEN s.local THEN 'SENDING' ELSE s.status END, ${PRIORITY.direct},
-         CASE WHEN s.local THEN NULL ELSE s.due_at END, s.nid, s.period_start, s.scheduled_at, CASE WHEN s.status = 'QUEUED' THEN now() END,
+         s.nid, s.period_start, s.scheduled_at, CASE WHEN s.status = 'QUEUED' THEN now() END,
          CASE WHEN s.local THEN ${workerId} END, CASE WHEN s.local THEN 1 ELSE 0 END
     FROM ${source} s
-  RETURNING 1`;
+  RETURNING 1),
+  ins_queued AS (${ENQUEUE_SQL(`(SELECT s.id, s.device_id, ${PRIORITY.direct}::smallint AS priority, s.due_at FROM ${source} s WHERE s.local IS NOT TRUE) AS w`)})`;

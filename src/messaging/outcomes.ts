@@ -15,6 +15,7 @@ import { COUNT_INTO_JOBS_SQL } from './job-store.js';
 import { RECEIPT_FROM, sqlList, statusesBefore } from './message-states.js';
 import { REFUND_SQL } from './quota-store.js';
 import { COUNT_FAILURES_SQL, COUNT_INTO_DAYS_SQL } from './message-days.js';
+import { DEQUEUE_SQL, ENQUEUE_SQL } from './queue-store.js';
 
 /** A message the network took, and when it answered. */
 export interface Sent {
@@ -118,15 +119,16 @@ const OUTCOMES: Omit<PreparedStatement, 'values'> = {
       WHERE ${CLAIMED('m', 's')}
       RETURNING ${RETURNED('m')}),
    failed AS (
-     UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = f.code, error_message = f.message
+     UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = f.code, error_message = f.message
        FROM unnest($3::text[], $4::text[], $5::text[]) AS f(id, code, message)
       WHERE ${CLAIMED('m', 'f')}
       RETURNING ${RETURNED('m')}),
    retried AS (
-     UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, due_at = r.due_at, error_code = r.code, error_message = r.message
+     UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, error_code = r.code, error_message = r.message
        FROM unnest($6::text[], $7::timestamptz[], $8::text[], $9::text[]) AS r(id, due_at, code, message)
       WHERE ${CLAIMED('m', 'r')}
-      RETURNING 1),
+      RETURNING m.id, m.device_id, m.priority, r.due_at),
+   requeued AS (${ENQUEUE_SQL('retried')}),
    ${COUNT_REFUND_AND_EVENTS(['retried'])}
    SELECT (message).* FROM sent WHERE priority = ${PRIORITY.direct}
    UNION ALL
@@ -163,9 +165,10 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
        'FOR NO KEY UPDATE',
      )}),
      failed AS (
-       UPDATE messages m SET status = 'FAILED', failed_at = now(), due_at = NULL, claimed_by = NULL, error_code = $2, error_message = $3
+       UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = $2, error_message = $3
          FROM locked k WHERE m.id = k.id AND ${waiting}
         RETURNING ${RETURNED('m')}),
+     dequeued AS (${DEQUEUE_SQL('SELECT (message).id FROM failed')}),
      ${COUNT_REFUND_AND_EVENTS()}
      SELECT count(*)::int AS n FROM failed`,
     [deviceId, code, message],

@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from './database.js';
-import { countWaiting } from '../messaging/message-store.js';
+import { countWaiting } from '../messaging/queue-store.js';
 import { countDevicesByStatus } from '../devices/device-store.js';
 import { countPendingDeliveries } from '../events/webhook-store.js';
 import { countRunningJobs } from '../messaging/job-store.js';

@@ -252,13 +252,6 @@ export const messages = pgTable(
     status: text('status').notNull(),
     /** 0 = direct send, 1 = bulk: direct sends are claimed first. */
     priority: smallint('priority').notNull().default(0),
-    /**
-     * While the message waits to be claimed (QUEUED or SCHEDULED): when it may be, i.e. now, its
-     * scheduledAt, or a retry's backoff. NULL otherwise. The queue index holds only rows where it
-     * is set, and status is in no index, so the SENDING → SENT → DELIVERED → READ updates are
-     * HOT (no index is touched).
-     */
-    dueAt: ts('due_at'),
     attempts: integer('attempts').notNull().default(0),
     networkMessageId: text('network_message_id').notNull(),
     claimedBy: text('claimed_by'),
@@ -296,6 +289,26 @@ export const messages = pgTable(
     index('messages_job_idx').on(t.jobId, t.createdAt.desc(), t.id.desc()).where(sql`job_id IS NOT NULL`),
     uniqueIndex('messages_network_id_key').on(t.deviceId, t.networkMessageId),
   ],
+);
+
+/**
+ * The queue: one row per waiting message (QUEUED or SCHEDULED), from its insert until a worker
+ * claims it (or it is cancelled or failed), with when it may be claimed: now, its scheduledAt, or
+ * a retry's backoff. Kept apart from messages so that no index of messages holds a column that
+ * changes after the insert: every update of a message (claimed, sent, delivered, read) can then
+ * be HOT. Writers lock a waiting message before its queue row; the claim, which takes them the
+ * other way round, skips rows locked by others (drizzle/repeatable/10_message_queue.sql).
+ */
+export const messageQueue = pgTable(
+  'message_queue',
+  {
+    id: text('id').primaryKey(),
+    deviceId: text('device_id').notNull(),
+    /** The message's priority (0 direct, 1 bulk): the claim takes direct sends first. */
+    priority: smallint('priority').notNull(),
+    dueAt: ts('due_at').notNull(),
+  },
+  (t) => [index('message_queue_due_idx').on(t.deviceId, t.priority, t.dueAt, t.id)],
 );
 
 /**
