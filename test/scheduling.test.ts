@@ -84,7 +84,9 @@ describe("a device's next due time", () => {
     // A bulk message (the queue's second priority) due before the direct send.
     const sooner = at(300);
     const bulkId = await schedule(sooner);
+    // The message and its queue row carry the priority; the queue's index orders by it.
     await ctx.database.query('UPDATE messages SET priority = 1 WHERE id = $1', [bulkId]);
+    await ctx.database.query('UPDATE message_queue SET priority = 1 WHERE id = $1', [bulkId]);
     expect((await nextDueAt(ctx.database, device.id))?.getTime()).toBe(sooner.getTime());
     await ctx.database.query('DELETE FROM message_queue WHERE device_id = $1', [device.id]);
     expect(await nextDueAt(ctx.database, device.id)).toBeNull();

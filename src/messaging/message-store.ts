@@ -84,12 +84,12 @@ export interface ClaimRequest {
 
 /**
  * Claims due messages for several devices (each device once), and starts their SCHEDULED jobs,
- * in one statement. waygate_due_messages walks a device's range of the queue in order (SKIP
- * LOCKED) whatever the statistics say, and returns one row a device as far as the planner
- * knows (drizzle/repeatable/10_message_queue.sql), so every join is a primary-key lookup: one generic plan serves every
- * claim (generic plans run with sequential scans off, see openDatabase), planned once per
- * connection instead of on each call, which cost as much as running it when a thousand paced
- * devices each claimed a message a second.
+ * in one statement. waygate_due_messages (drizzle/repeatable/10_message_queue.sql) walks a
+ * device's range of the queue in order (SKIP LOCKED) whatever the statistics say, and returns
+ * one row a device as far as the planner knows, so every join is a primary-key lookup: one
+ * generic plan serves every claim (generic plans run with sequential scans off, see
+ * openDatabase), planned once per connection instead of on each call, which cost as much as
+ * running it when a thousand paced devices each claimed a message a second.
  */
 const CLAIM: Omit<PreparedStatement, 'values'> = {
   name: 'messages_claim',
