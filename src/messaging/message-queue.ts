@@ -63,6 +63,8 @@ interface OutcomeWrite {
   sent: Sent[];
   failed: Failure[];
   retry: Retry[];
+  /** Whether any of these messages belongs to a bulk job. */
+  jobs: boolean;
   /** With the rows of its direct sends that ended, as written. */
   resolve: (directRows: MessageRow[]) => void;
   reject: (error: unknown) => void;
@@ -133,7 +135,7 @@ export class MessageQueue {
     let rows: MessageRow[];
     for (let attempt = 1; ; attempt++) {
       try {
-        rows = await writeOutcomes(this.database, this.workerId, sent, failed, retry);
+        rows = await writeOutcomes(this.database, this.workerId, sent, failed, retry, { jobs: batch.some((w) => w.jobs) });
         break;
       } catch (error) {
         if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? '')) continue;
@@ -231,7 +233,7 @@ export class MessageQueue {
     let directRows: MessageRow[];
     try {
       const pump = this.outcomeWritesOf(outcomes[0]!.message.accountId);
-      directRows = await new Promise<MessageRow[]>((resolve, reject) => pump.push({ sent, failed, retry, resolve, reject }));
+      directRows = await new Promise<MessageRow[]>((resolve, reject) => pump.push({ sent, failed, retry, jobs: outcomes.some((o) => o.message.jobId !== null), resolve, reject }));
     } catch (error) {
       await this.release(outcomes.map((o) => o.message.id)).catch(() => undefined);
       throw error;

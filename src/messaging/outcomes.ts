@@ -38,33 +38,53 @@ const RETURNED = (m: string): string =>
   `${m} AS message, ${m}.account_id, ${m}.device_id, ${m}.job_id, ${m}.priority, ${m}.quota_period_start, ${m}.error_code, waygate_message_json(${m}) AS event_data`;
 
 /**
- * SQL: the CTEs after `sent` and `failed` (each with RETURNED's columns): refunds for the failed,
- * counts into their jobs (completing those that are done), the message.status and
- * bulk_job.completed events, and the day's counts (message-days.ts, after the account's lock).
- * `first` (CTE names) run before the jobs are counted, so their locks come before those of the
- * jobs and the account.
+ * Which parts an outcome statement has. PostgreSQL sets up every part of a statement on each run,
+ * opening its tables and indexes and preparing its expressions, whether the part has rows or not:
+ * for the small batches of direct sends that set-up cost more than the rows. So a statement holds
+ * only the parts its batch needs; `jobs` may be left out only when no message of the batch
+ * belongs to a job (a message's job never changes).
  */
-const COUNT_REFUND_AND_EVENTS = (first: string[] = []): string => `
-  refunded AS (${REFUND_SQL('(SELECT account_id, quota_period_start AS period_start, 1 AS n FROM failed)')}),
-  ended AS (
-    SELECT job_id, true AS sent FROM sent WHERE job_id IS NOT NULL
-    UNION ALL
-    SELECT job_id, false FROM failed WHERE job_id IS NOT NULL AND ${['refunded', ...first].map((cte) => `(SELECT count(*) FROM ${cte})`).join(' + ')} >= 0),
-  counts AS (SELECT job_id, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE NOT sent)::int AS failed, count(*)::int AS n FROM ended GROUP BY job_id),
-  jobs AS (${COUNT_INTO_JOBS_SQL('counts', { sent_count: 'c.sent', failed_count: 'c.failed' }, 'c.n')}),
-  src AS (
-    SELECT account_id, 'message.status' AS type, event_data AS data FROM sent
-    UNION ALL
-    SELECT account_id, 'message.status', event_data FROM failed
-    UNION ALL
-    SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed),
-  ${appendEventsSql('src')},
-  day_src AS (
-    SELECT account_id, device_id, 1 AS sent, 0 AS delivered, 0 AS read, 0 AS failed, 0 AS incoming FROM sent
-    UNION ALL
-    SELECT account_id, device_id, 0, 0, 0, 1, 0 FROM failed),
-  days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')}),
-  day_failures AS (${COUNT_FAILURES_SQL('failed', 'ev_bump')})`;
+export interface OutcomeParts {
+  sent: boolean;
+  failed: boolean;
+  retried: boolean;
+  jobs: boolean;
+}
+
+/**
+ * SQL: the CTEs after `sent` and `failed` (each with RETURNED's columns, where `parts` has them):
+ * refunds for the failed, counts into their jobs (completing those that are done), the
+ * message.status and bulk_job.completed events, and the day's counts (message-days.ts, after the
+ * account's lock). `first` (CTE names) run before the jobs are counted, so their locks come
+ * before those of the jobs and the account.
+ */
+const COUNT_REFUND_AND_EVENTS = (parts: Omit<OutcomeParts, 'retried'>, first: string[] = []): string => {
+  const ended = (['sent', 'failed'] as const).filter((cte) => parts[cte]);
+  // Whatever must run first (the refunds too) runs before the jobs' locks, or, with no jobs to
+  // count, before the events' (the account's lock): a qual on the last arm that reads it.
+  const before = [...(parts.failed ? ['refunded'] : []), ...first];
+  const waitFor = (i: number): string =>
+    i === ended.length - 1 && before.length > 0 ? ` AND ${before.map((cte) => `(SELECT count(*) FROM ${cte})`).join(' + ')} >= 0` : '';
+  const ctes: string[] = [];
+  if (parts.failed) ctes.push(`refunded AS (${REFUND_SQL('(SELECT account_id, quota_period_start AS period_start, 1 AS n FROM failed)')})`);
+  if (parts.jobs) {
+    ctes.push(
+      `ended AS (${ended.map((cte, i) => `SELECT job_id, ${cte === 'sent'} AS sent FROM ${cte} WHERE job_id IS NOT NULL${waitFor(i)}`).join(' UNION ALL ')})`,
+      `counts AS (SELECT job_id, count(*) FILTER (WHERE sent)::int AS sent, count(*) FILTER (WHERE NOT sent)::int AS failed, count(*)::int AS n FROM ended GROUP BY job_id)`,
+      `jobs AS (${COUNT_INTO_JOBS_SQL('counts', { sent_count: 'c.sent', failed_count: 'c.failed' }, 'c.n')})`,
+    );
+  }
+  const events = ended.map((cte, i) => `SELECT account_id, 'message.status' AS type, event_data AS data FROM ${cte} WHERE true${parts.jobs ? '' : waitFor(i)}`);
+  if (parts.jobs) events.push(`SELECT account_id, 'bulk_job.completed', event_data FROM jobs WHERE just_completed`);
+  ctes.push(
+    `src AS (${events.join(' UNION ALL ')})`,
+    appendEventsSql('src').trim(),
+    `day_src AS (${ended.map((cte) => `SELECT account_id, device_id, ${cte === 'sent' ? 1 : 0} AS sent, 0 AS delivered, 0 AS read, ${cte === 'failed' ? 1 : 0} AS failed, 0 AS incoming FROM ${cte}`).join(' UNION ALL ')})`,
+    `days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})`,
+  );
+  if (parts.failed) ctes.push(`day_failures AS (${COUNT_FAILURES_SQL('failed', 'ev_bump')})`);
+  return ctes.join(',\n  ');
+};
 
 /**
  * SQL (a CTE body): locks, one key look-up at a time and in the order of `sorted` (a FROM item
@@ -90,76 +110,108 @@ const LOCK_EACH_IN_ID_ORDER = (sorted: string, where: string, lock: 'FOR UPDATE'
 const AFTER_LOCKS = `(SELECT count(*) FROM locked) >= 0`;
 
 /**
- * SQL: messages `m` named by the rows of `source` (an unnest with an id column), claimed by
- * worker $2 and still SENDING. Driven by the source, one key lookup each: matching every row
- * against the whole array instead made a generic plan that joined the two quadratically.
+ * SQL: messages `m` named by the rows of `source` (an unnest with an id column), claimed by the
+ * worker `worker` (a SQL expression) and still SENDING. Driven by the source, one key lookup
+ * each: matching every row against the whole array instead made a generic plan that joined the
+ * two quadratically.
  */
-const CLAIMED = (m: string, source: string): string => `${m}.id = ${source}.id AND ${m}.status = 'SENDING' AND ${m}.claimed_by = $2 AND ${AFTER_LOCKS}`;
+const CLAIMED = (m: string, source: string, worker: string): string =>
+  `${m}.id = ${source}.id AND ${m}.status = 'SENDING' AND ${m}.claimed_by = ${worker} AND ${AFTER_LOCKS}`;
+
+/** What an outcome statement writes: the network's answers for messages claimed by one worker. */
+interface OutcomeInput {
+  workerId: string;
+  sent: Sent[];
+  failed: Failure[];
+  retry: Retry[];
+}
 
 /**
- * The network's answers for messages claimed by a worker, in one statement: SENT ($1, at $10),
- * FAILED ($3-$5), QUEUED again for a retry ($6-$9). A message's sentAt is when the network
- * answered (this host's clock, as are the receipts' times), not when this statement runs, which
- * may wait behind the account's other writes; never before its createdAt (the database's clock).
- * Returns the rows of the direct sends that ended, as written, for their waiting requests. Key
- * lookups and inserts only, so it is planned once per connection (planning cost more than
- * running it for small batches).
+ * The network's answers for messages claimed by a worker, in one statement: SENT, FAILED, QUEUED
+ * again for a retry (each part only where `parts` has it, see OutcomeParts). A message's sentAt
+ * is when the network answered (this host's clock, as are the receipts' times), not when this
+ * statement runs, which may wait behind the account's other writes; never before its createdAt
+ * (the database's clock). Returns the rows of the direct sends that ended, as written, for their
+ * waiting requests. Key lookups and inserts only, so it is planned once per connection (planning
+ * cost more than running it for small batches). Its parameters are numbered in the order the
+ * parts it has use them (a parameter no part uses would have no type).
  */
-const OUTCOMES: Omit<PreparedStatement, 'values'> = {
-  name: 'messages_outcomes',
-  genericPlan: true,
-  text: `WITH locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(
-    `(SELECT i.id FROM unnest($1::text[] || $3::text[] || $6::text[]) AS i(id) ${IN_ID_ORDER('i')}) AS s`,
-    '',
-    'FOR NO KEY UPDATE',
-  )}),
+function outcomesStatement(parts: Omit<OutcomeParts, 'sent'>): Omit<PreparedStatement, 'values'> & { values: (input: OutcomeInput) => unknown[] } {
+  const pickers: ((input: OutcomeInput) => unknown)[] = [];
+  const param = (type: string, pick: (input: OutcomeInput) => unknown): string => {
+    pickers.push(pick);
+    return `$${pickers.length}::${type}`;
+  };
+  const worker = param('text', (i) => i.workerId);
+  const sentIds = param('text[]', (i) => i.sent.map((s) => s.id));
+  const sentAt = param('timestamptz[]', (i) => i.sent.map((s) => s.at));
+  const failed = parts.failed && {
+    ids: param('text[]', (i) => i.failed.map((f) => f.id)),
+    codes: param('text[]', (i) => i.failed.map((f) => f.code)),
+    messages: param('text[]', (i) => i.failed.map((f) => f.message)),
+  };
+  const retried = parts.retried && {
+    ids: param('text[]', (i) => i.retry.map((r) => r.id)),
+    dueAt: param('timestamptz[]', (i) => i.retry.map((r) => r.dueAt)),
+    codes: param('text[]', (i) => i.retry.map((r) => r.code)),
+    messages: param('text[]', (i) => i.retry.map((r) => r.message)),
+  };
+  const ids = [sentIds, ...(failed ? [failed.ids] : []), ...(retried ? [retried.ids] : [])].join(' || ');
+  const text = `WITH locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(`(SELECT i.id FROM unnest(${ids}) AS i(id) ${IN_ID_ORDER('i')}) AS s`, '', 'FOR NO KEY UPDATE')}),
    sent AS (
      UPDATE messages m SET status = 'SENT', sent_at = GREATEST(s.at, m.created_at), claimed_by = NULL, error_code = NULL, error_message = NULL
-       FROM unnest($1::text[], $10::timestamptz[]) AS s(id, at)
-      WHERE ${CLAIMED('m', 's')}
+       FROM unnest(${sentIds}, ${sentAt}) AS s(id, at)
+      WHERE ${CLAIMED('m', 's', worker)}
       RETURNING ${RETURNED('m')}),
-   failed AS (
+   ${
+     failed
+       ? `failed AS (
      UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = f.code, error_message = f.message
-       FROM unnest($3::text[], $4::text[], $5::text[]) AS f(id, code, message)
-      WHERE ${CLAIMED('m', 'f')}
-      RETURNING ${RETURNED('m')}),
-   retried AS (
+       FROM unnest(${failed.ids}, ${failed.codes}, ${failed.messages}) AS f(id, code, message)
+      WHERE ${CLAIMED('m', 'f', worker)}
+      RETURNING ${RETURNED('m')}),`
+       : ''
+   }
+   ${
+     retried
+       ? `retried AS (
      UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, error_code = r.code, error_message = r.message
-       FROM unnest($6::text[], $7::timestamptz[], $8::text[], $9::text[]) AS r(id, due_at, code, message)
-      WHERE ${CLAIMED('m', 'r')}
+       FROM unnest(${retried.ids}, ${retried.dueAt}, ${retried.codes}, ${retried.messages}) AS r(id, due_at, code, message)
+      WHERE ${CLAIMED('m', 'r', worker)}
       RETURNING m.id, m.device_id, m.priority, r.due_at),
-   requeued AS (${ENQUEUE_SQL('retried')}),
-   ${COUNT_REFUND_AND_EVENTS(['retried'])}
-   SELECT (message).* FROM sent WHERE priority = ${PRIORITY.direct}
+   requeued AS (${ENQUEUE_SQL('retried')}),`
+       : ''
+   }
+   ${COUNT_REFUND_AND_EVENTS({ sent: true, failed: parts.failed, jobs: parts.jobs }, retried ? ['retried'] : [])}
+   SELECT (message).* FROM sent WHERE priority = ${PRIORITY.direct}${failed ? `
    UNION ALL
-   SELECT (message).* FROM failed WHERE priority = ${PRIORITY.direct}`,
-};
+   SELECT (message).* FROM failed WHERE priority = ${PRIORITY.direct}` : ''}`;
+  const name = `messages_outcomes${parts.failed ? '_failed' : ''}${parts.retried ? '_retried' : ''}${parts.jobs ? '_jobs' : ''}`;
+  return { name, genericPlan: true, text, values: (input) => pickers.map((pick) => pick(input)) };
+}
 
-/** Writes the network's answers for messages claimed by `workerId`; returns the direct sends' rows as written. */
-export async function writeOutcomes(db: Database, workerId: string, sent: Sent[], failed: Failure[], retry: Retry[]): Promise<MessageRow[]> {
-  return db.queryPrepared<MessageRow>({
-    ...OUTCOMES,
-    values: [
-      sent.map((s) => s.id),
-      workerId,
-      failed.map((f) => f.id),
-      failed.map((f) => f.code),
-      failed.map((f) => f.message),
-      retry.map((r) => r.id),
-      retry.map((r) => r.dueAt),
-      retry.map((r) => r.code),
-      retry.map((r) => r.message),
-      sent.map((s) => s.at),
-    ],
-  });
+/** The outcome statements, by the parts they have (eight at most). */
+const OUTCOME_STATEMENTS = new Map<string, ReturnType<typeof outcomesStatement>>();
+
+/**
+ * Writes the network's answers for messages claimed by `workerId`; returns the direct sends' rows
+ * as written. `jobs`: whether any of these messages may belong to a bulk job (false leaves the
+ * jobs' counting out of the statement, so it must be known: from the claimed messages' jobId).
+ */
+export async function writeOutcomes(db: Database, workerId: string, sent: Sent[], failed: Failure[], retry: Retry[], options: { jobs?: boolean } = {}): Promise<MessageRow[]> {
+  const parts = { failed: failed.length > 0, retried: retry.length > 0, jobs: options.jobs ?? true };
+  const key = `${parts.failed} ${parts.retried} ${parts.jobs}`;
+  let statement = OUTCOME_STATEMENTS.get(key);
+  if (!statement) OUTCOME_STATEMENTS.set(key, (statement = outcomesStatement(parts)));
+  const { values, ...prepared } = statement;
+  return db.queryPrepared<MessageRow>({ ...prepared, values: values({ workerId, sent, failed, retry }) });
 }
 
 /** Fails every message of a device that may still be sent (the device was logged out or removed); returns how many. */
 export async function failWaiting(db: Queryable, deviceId: string, code: string, message: string): Promise<number> {
   const waiting = `m.status IN ${sqlList(statusesBefore('FAILED'))}`;
   const [row] = await db.query<{ n: number }>(
-    `WITH sent AS (SELECT NULL::text AS account_id, NULL::text AS device_id, NULL::text AS job_id, NULL::jsonb AS event_data WHERE false),
-     locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(
+    `WITH locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(
        `(SELECT m.id FROM messages m WHERE m.device_id = $1 AND ${waiting} ${IN_ID_ORDER('m')}) AS s`,
        waiting,
        'FOR NO KEY UPDATE',
@@ -169,7 +221,7 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
          FROM locked k WHERE m.id = k.id AND ${waiting}
         RETURNING ${RETURNED('m')}),
      dequeued AS (${DEQUEUE_SQL('SELECT (message).id FROM failed')}),
-     ${COUNT_REFUND_AND_EVENTS()}
+     ${COUNT_REFUND_AND_EVENTS({ sent: false, failed: true, jobs: true })}
      SELECT count(*)::int AS n FROM failed`,
     [deviceId, code, message],
   );
