@@ -101,6 +101,49 @@ async function explainDuplicates(probe: pg.Client, workers: Proc[]): Promise<voi
   }
 }
 
+/** What could stall every device of a worker at once, over a span of the run. */
+interface StallWitnesses {
+  /** Each worker's largest event-loop delay. */
+  lagMaxMs: number[];
+  /** Each worker's major garbage collections, and the time they took. */
+  majorGcs: number[];
+  majorGcMs: number[];
+  /** Checkpoints PostgreSQL began. */
+  checkpoints: number;
+}
+
+/**
+ * Starts watching for stalls (prom-client's event-loop delay histogram is reset by each scrape
+ * of /metrics; the GC and checkpoint counters are differenced); the returned function ends the
+ * span and tells what it saw.
+ */
+async function watchStalls(workers: Proc[], probe: pg.Client): Promise<() => Promise<StallWitnesses>> {
+  const metric = (text: string, name: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
+  };
+  const read = async (): Promise<StallWitnesses> => {
+    const scraped = await Promise.all(workers.map(async (w) => (await fetch(`${w.origin}/metrics`)).text()));
+    const { rows } = await probe.query<{ n: string }>('SELECT (checkpoints_timed + checkpoints_req)::text AS n FROM pg_stat_bgwriter');
+    return {
+      lagMaxMs: scraped.map((t) => Math.round(metric(t, 'waygate_nodejs_eventloop_lag_max_seconds') * 1000)),
+      majorGcs: scraped.map((t) => metric(t, 'waygate_nodejs_gc_duration_seconds_count{kind="major"}')),
+      majorGcMs: scraped.map((t) => metric(t, 'waygate_nodejs_gc_duration_seconds_sum{kind="major"}') * 1000),
+      checkpoints: Number(rows[0]!.n),
+    };
+  };
+  const start = await read();
+  return async () => {
+    const end = await read();
+    return {
+      lagMaxMs: end.lagMaxMs,
+      majorGcs: end.majorGcs.map((n, i) => n - start.majorGcs[i]!),
+      majorGcMs: end.majorGcMs.map((ms, i) => Math.round(ms - start.majorGcMs[i]!)),
+      checkpoints: end.checkpoints - start.checkpoints,
+    };
+  };
+}
+
 /**
  * One run of everything the issue asks of many numbers: (a)–(e), then bench/tables' listings
  * and pruning at 10,000,000 messages (BENCH_SCALE_TABLES=0 leaves those out, for quick runs of
@@ -229,6 +272,7 @@ export async function measure(options: BenchmarkOptions): Promise<Measured> {
     const rssAtShare = workers.map((w) => rssMb(w.child.pid!));
 
     // (c) every device sends its paced bulk messages at once.
+    const stallsWhilePaced = await watchStalls(workers, probe);
     const sendStarted = Date.now();
     await inBatches(ids, LINK_CONCURRENCY, async (deviceId, i) => {
       const recipients = Array.from({ length: PACED_PER_DEVICE }, (_, n) => `6283${String(i).padStart(6, '0')}${String(n + 10).padStart(3, '0')}`);
@@ -245,6 +289,7 @@ export async function measure(options: BenchmarkOptions): Promise<Measured> {
       throw new Error(`${String(error)}: ${JSON.stringify(rows)}`);
     });
     const sendSeconds = (Date.now() - sendStarted) / 1000;
+    const stalls = await stallsWhilePaced();
     const { rows: received } = await probe.query<{ n: number; twice: number }>(
       `SELECT count(*)::int AS n, count(*) FILTER (WHERE send_calls > 1)::int AS twice FROM sandbox_messages WHERE content LIKE 'paced %'`,
     );
@@ -282,6 +327,13 @@ export async function measure(options: BenchmarkOptions): Promise<Measured> {
     checks.push({ metric: `${total} paced bulk messages (${DEVICES} devices × ${PACED_PER_DEVICE}, ${PACE_MS} ms apart)`, measured: `${sendSeconds.toFixed(1)} s`, target: '', pass: undefined });
     checks.push({ metric: 'paced messages received by the network exactly once', measured: `${received[0]!.n} (${received[0]!.twice} more than once)`, target: `${total}, 0 twice`, pass: received[0]!.n === total && received[0]!.twice === 0 });
     checks.push({ metric: 'pacing lateness p99 (as the network received them)', measured: `${p99.toFixed(0)} ms (p50 ${percentile(lateness, 50).toFixed(0)} ms)`, target: `≤ ${TARGET_LATENESS_MS} ms`, pass: p99 <= TARGET_LATENESS_MS });
+    results.stallsWhilePaced = stalls;
+    checks.push({
+      metric: 'while they were sent: each worker\'s largest event-loop delay; its major GCs; checkpoints begun',
+      measured: `${stalls.lagMaxMs.join(' / ')} ms; ${stalls.majorGcs.map((n, i) => `${n} (${stalls.majorGcMs[i]} ms)`).join(' / ')}; ${stalls.checkpoints}`,
+      target: '',
+      pass: undefined,
+    });
     checks.push({
       metric: 'gaps between sentAt beyond the pace, p99',
       measured: `${percentile(sentLateness, 99).toFixed(0)} ms (p50 ${percentile(sentLateness, 50).toFixed(0)} ms)`,
