@@ -76,6 +76,18 @@ describe('locking several messages on PostgreSQL', () => {
     expect(await statuses([first.id, second.id])).toEqual(['DELIVERED', 'DELIVERED']);
   });
 
+  it('a receipt that names its messages by id (the worker handed them over) locks them in id order too', async () => {
+    const { first, second } = await pair('known');
+    const at = new Date();
+    await whileRowHeld(ctx.database.pool!, 'messages', { held: first.id, other: second.id }, () =>
+      applyReceipts(ctx.database, 'DELIVERED', [
+        { deviceId, networkMessageId: second.nid, status: 'DELIVERED', at, messageId: second.id },
+        { deviceId, networkMessageId: first.nid, status: 'DELIVERED', at },
+      ]),
+    );
+    expect(await statuses([first.id, second.id])).toEqual(['DELIVERED', 'DELIVERED']);
+  });
+
   it("failing a device's waiting messages locks them in id order", async () => {
     const { first, second } = await pair('fail');
     const failed = await whileRowHeld(ctx.database.pool!, 'messages', { held: first.id, other: second.id }, () => failWaiting(ctx.database, deviceId, 'DEVICE_LOGGED_OUT', 'logged out'));

@@ -37,6 +37,9 @@ export interface FinalizeSummary {
   directRows: MessageRow[];
 }
 
+/** Network ids of handed-over messages a worker keeps for their receipts (about 15 MB at most). */
+const HANDED_OVER_KEPT = 100_000;
+
 /** Backoff for transient failures: 1 s, 2 s, 4 s … capped at 5 min, with ±20% jitter. */
 export function retryDelayMs(attempt: number): number {
   const base = Math.min(300_000, 1000 * 2 ** Math.max(0, attempt - 1));
@@ -230,6 +233,7 @@ export class MessageQueue {
   async finalize(deviceId: string, outcomes: Outcome[]): Promise<FinalizeSummary> {
     if (outcomes.length === 0) return { sent: 0, failed: 0, retried: 0, directIds: [], directRows: [] };
     const { sent, failed, retry } = sortOutcomes(outcomes, this.maxAttempts);
+    this.rememberHandedOver(outcomes);
     let directRows: MessageRow[];
     try {
       const pump = this.outcomeWritesOf(outcomes[0]!.message.accountId);
@@ -271,7 +275,26 @@ export class MessageQueue {
     const pump = pumpOf(this.receiptWrites, accountId, () =>
       new BatchPump<ReceiptWrite>((batch) => this.writeReceiptBatch(batch), { maxInFlight: 1, maxBatch: this.receiptBatch, sizeOf: (w) => w.receipts.length }),
     );
-    await new Promise<void>((resolve, reject) => pump.push({ receipts: receipts.map((r) => ({ ...r, deviceId })), resolve, reject }));
+    const known = receipts.map((r) => ({ ...r, deviceId, messageId: this.handedOver.get(r.networkMessageId) }));
+    await new Promise<void>((resolve, reject) => pump.push({ receipts: known, resolve, reject }));
+    // A read receipt is the last a message gets.
+    for (const r of receipts) if (r.status === 'READ') this.handedOver.delete(r.networkMessageId);
+  }
+
+  /**
+   * The messages this worker handed to the network lately, by network id (derived from the
+   * message id, so the same on every worker): their receipts lock them by key instead of looking
+   * them up (DeviceReceipt.messageId). Kept until their read receipt, the oldest dropped beyond
+   * HANDED_OVER_KEPT; a receipt for one not kept here is looked up.
+   */
+  private readonly handedOver = new Map<string, string>();
+
+  private rememberHandedOver(outcomes: Outcome[]): void {
+    for (const { message, result } of outcomes) if (result.ok) this.handedOver.set(message.networkMessageId, message.id);
+    for (const oldest of this.handedOver.keys()) {
+      if (this.handedOver.size <= HANDED_OVER_KEPT) break;
+      this.handedOver.delete(oldest);
+    }
   }
 
   /** Per account, like outcomeWrites. */

@@ -231,6 +231,12 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
 /** A receipt of one of the account's devices. */
 export interface DeviceReceipt extends Receipt {
   deviceId: string;
+  /**
+   * Its message's id, where the worker knows it (it handed the message over): the statement then
+   * locks the message by its key, checking its device and network id, instead of looking it up
+   * by them first (a quarter of a receipt's cost).
+   */
+  messageId?: string | undefined;
 }
 
 /**
@@ -251,13 +257,17 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
     // Named (parsed once per connection), but not on the generic plans' connections: it waits for
     // the account's lock, and those connections also carry the network's hand-overs.
     name: `messages_receipts_${status.toLowerCase()}`,
-    text: `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS r(dev, nid, at) ORDER BY dev, nid, at),
-          found AS MATERIALIZED (SELECT f.id, r.at FROM r CROSS JOIN LATERAL (
-                  SELECT m.id FROM messages m
-                   WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND ${receivable}
-                  OFFSET 0) AS f
+    text: `WITH r AS (SELECT DISTINCT ON (dev, nid) dev, nid, at, id FROM unnest($1::text[], $2::text[], $3::timestamptz[], $5::text[]) AS r(dev, nid, at, id) ORDER BY dev, nid, at),
+          found AS MATERIALIZED (SELECT * FROM (
+                   SELECT r.id, r.dev, r.nid, r.at FROM r WHERE r.id IS NOT NULL
+                   UNION ALL
+                   SELECT f.id, r.dev, r.nid, r.at FROM r CROSS JOIN LATERAL (
+                     SELECT m.id FROM messages m
+                      WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND ${receivable}
+                     OFFSET 0) AS f
+                    WHERE r.id IS NULL) AS f
                  ${IN_ID_ORDER('f')}),
-          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', receivable, 'FOR UPDATE')}),
+          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', `m.device_id = s.dev AND m.network_message_id = s.nid AND m.direction = 'out' AND ${receivable}`, 'FOR UPDATE')}),
           u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
                 RETURNING m.job_id, m.account_id, m.device_id, o.prev, waygate_message_json(m) AS event_data),
           counts AS (
@@ -285,6 +295,6 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
               FROM u),
           days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
      SELECT 1`,
-    values: [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status],
+    values: [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status, receipts.map((r) => r.messageId ?? null)],
   });
 }
