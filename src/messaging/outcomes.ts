@@ -248,6 +248,9 @@ export interface DeviceReceipt extends Receipt {
  */
 export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status: 'DELIVERED' | 'READ', receipts: DeviceReceipt[]): Promise<void> {
   const receivable = `m.status IN ${sqlList(RECEIPT_FROM[status])}`;
+  // The message `m` that receipt `r` (a row with dev and nid) is for, while it may still take it:
+  // what the look-up asks, and what a message named by id is checked against.
+  const receiptOf = (r: string): string => `m.device_id = ${r}.dev AND m.network_message_id = ${r}.nid AND m.direction = 'out' AND ${receivable}`;
   const set =
     status === 'DELIVERED'
       ? `status = 'DELIVERED', delivered_at = GREATEST(o.at, m.sent_at), sent_at = COALESCE(m.sent_at, o.at)`
@@ -263,11 +266,11 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
                    UNION ALL
                    SELECT f.id, r.dev, r.nid, r.at FROM r CROSS JOIN LATERAL (
                      SELECT m.id FROM messages m
-                      WHERE m.device_id = r.dev AND m.network_message_id = r.nid AND m.direction = 'out' AND ${receivable}
+                      WHERE ${receiptOf('r')}
                      OFFSET 0) AS f
                     WHERE r.id IS NULL) AS f
                  ${IN_ID_ORDER('f')}),
-          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', `m.device_id = s.dev AND m.network_message_id = s.nid AND m.direction = 'out' AND ${receivable}`, 'FOR UPDATE')}),
+          o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', receiptOf('s'), 'FOR UPDATE')}),
           u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
                 RETURNING m.job_id, m.account_id, m.device_id, o.prev, waygate_message_json(m) AS event_data),
           counts AS (
