@@ -110,6 +110,17 @@ export async function createTenant(ctx: TestContext, options: { plan?: string; s
   return { accountId, email, token, headers: { 'x-api-key': token } };
 }
 
+/**
+ * A test app with a tenant and a device it added with POST /devices: PENDING, never linked, so
+ * nothing claims or sends its messages unless the test does.
+ */
+export async function createAppWithDevice(name: string): Promise<{ ctx: TestContext; tenant: Tenant; deviceId: string }> {
+  const ctx = await createTestApp();
+  const tenant = await createTenant(ctx);
+  const response = await ctx.app.inject({ method: 'POST', url: '/devices', headers: tenant.headers, payload: { name } });
+  return { ctx, tenant, deviceId: json<{ data: { id: string } }>(response).data.id };
+}
+
 /** A random valid E.164 number (Indonesia, +62 8xx), different on every call. */
 export function randomPhone(): string {
   return `628${String(100_000_000 + Math.floor(Math.random() * 899_999_999))}`;

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyReceipts, failWaiting, writeOutcomes } from '../src/messaging/outcomes.js';
-import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
+import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
 import { whileRowHeld } from './row-locks.js';
 
 const WORKER = 'lock-order-worker';
@@ -20,9 +20,7 @@ let ctx: TestContext;
 let tenant: Tenant;
 let deviceId: string;
 beforeAll(async () => {
-  ctx = await createTestApp();
-  tenant = await createTenant(ctx);
-  deviceId = json<{ data: { id: string } }>(await ctx.app.inject({ method: 'POST', url: '/devices', headers: tenant.headers, payload: { name: 'Lock order' } })).data.id;
+  ({ ctx, tenant, deviceId } = await createAppWithDevice('Lock order'));
 });
 afterAll(async () => ctx.close());
 

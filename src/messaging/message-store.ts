@@ -97,7 +97,7 @@ const CLAIM: Omit<PreparedStatement, 'values'> = {
   text: `WITH due AS (
        SELECT d.id FROM unnest($1::text[], $2::int[], $4::int[]) AS r(device_id, lim, max_priority)
               CROSS JOIN LATERAL waygate_due_messages(r.device_id, r.max_priority, r.lim) AS d(id)),
-     dequeued AS (DELETE FROM message_queue q USING due WHERE q.id = due.id RETURNING q.id),
+     dequeued AS (${DEQUEUE_SQL('SELECT id FROM due')} RETURNING id),
      claimed AS (
        UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
          FROM dequeued d WHERE m.id = d.id

@@ -19,8 +19,18 @@ export const ENQUEUE_SQL = (source: string): string =>
  * SQL (a data-modifying CTE body): takes messages out of the queue, `ids` a query of their ids.
  * Run after the messages were locked (an UPDATE's RETURNING): writers lock a waiting message
  * before its queue row.
+ * The rows are found by waygate_queue_tids (drizzle/repeatable/10_message_queue.sql) and deleted
+ * by address, whatever the statistics say about the queue's size.
  */
-export const DEQUEUE_SQL = (ids: string): string => `DELETE FROM message_queue WHERE id IN (${ids})`;
+export const DEQUEUE_SQL = (ids: string): string => `DELETE FROM message_queue WHERE ctid = ANY (waygate_queue_tids(ARRAY(${ids})))`;
+
+/**
+ * SQL: the predicate of message_queue_due_idx, for queue row `q`. Every row meets it; a query
+ * that walks a device's range of that index states it, since the planner uses a partial index
+ * only for a query that implies its predicate (the claim's walk in
+ * drizzle/repeatable/10_message_queue.sql states it as `priority BETWEEN 0 AND ...`).
+ */
+const QUEUE_WALK_SQL = (q: string): string => `${q}.priority >= 0`;
 
 /** SQL: the queue's priorities as a VALUES list, `p(priority)`: each is one range of the queue index. */
 const PRIORITIES_SQL = `(VALUES ${Object.values(PRIORITY).map((p) => `(${p}::smallint)`).join(', ')}) AS p(priority)`;
@@ -35,7 +45,7 @@ export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promis
   const rows = await db.query<{ id: string }>(
     `SELECT d.id FROM unnest($1::text[]) AS d(id)
       WHERE EXISTS (SELECT 1 FROM ${PRIORITIES_SQL}
-                     WHERE EXISTS (SELECT 1 FROM message_queue q WHERE q.device_id = d.id AND q.priority = p.priority AND q.due_at <= now()))`,
+                     WHERE EXISTS (SELECT 1 FROM message_queue q WHERE q.device_id = d.id AND q.priority = p.priority AND ${QUEUE_WALK_SQL('q')} AND q.due_at <= now()))`,
     [deviceIds],
   );
   return rows.map((r) => r.id);
@@ -52,7 +62,7 @@ export async function devicesWithDue(db: Queryable, deviceIds: string[]): Promis
 export async function nextDueAt(db: Queryable, deviceId: string): Promise<Date | null> {
   const [row] = await db.query<{ due_at: Date | null }>(
     `SELECT min(q.due_at) AS due_at FROM ${PRIORITIES_SQL}
-       CROSS JOIN LATERAL (SELECT m.due_at FROM message_queue m WHERE m.device_id = $1 AND m.priority = p.priority
+       CROSS JOIN LATERAL (SELECT m.due_at FROM message_queue m WHERE m.device_id = $1 AND m.priority = p.priority AND ${QUEUE_WALK_SQL('m')}
                             ORDER BY m.due_at LIMIT 1) AS q`,
     [deviceId],
   );

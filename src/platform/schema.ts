@@ -308,7 +308,9 @@ export const messageQueue = pgTable(
     priority: smallint('priority').notNull(),
     dueAt: ts('due_at').notNull(),
   },
-  (t) => [index('message_queue_due_idx').on(t.deviceId, t.priority, t.dueAt, t.id)],
+  // Partial on a predicate every row meets, so that only a query stating it (QUEUE_WALK_SQL) can
+  // use the index: a look-up by id has the primary key alone (migration 0052).
+  (t) => [index('message_queue_due_idx').on(t.deviceId, t.priority, t.dueAt, t.id).where(sql`${t.priority} >= 0`)],
 );
 
 /**
