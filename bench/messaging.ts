@@ -204,7 +204,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
 }
 
 async function analyze(databaseUrl: string): Promise<void> {
-  const database = await openDatabase({ databaseUrl, dataDir: '' });
+  const database = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 1 });
   try {
     await database.query('ANALYZE');
   } finally {
