@@ -7,11 +7,13 @@
  * transaction-scoped advisory lock per (job, chunk). Each chunk transaction holds the job row
  * FOR KEY SHARE, so cancelling a job (FOR UPDATE) waits for the chunks in flight and no chunk starts
  * after it, while sends and receipts keep counting into the job. Node never holds the recipients:
- * the SQL (job-store.ts) does the work.
+ * the SQL (job-store.ts) does the work. A chunk is the largest batch of rows any statement adds
+ * to messages, so its transaction also checks the table's statistics (table-statistics.ts).
  */
 import type { Logger } from 'pino';
 import type { Bus } from '../platform/bus.js';
 import type { Database, Queryable } from '../platform/database.js';
+import { analyseIfStale } from '../platform/table-statistics.js';
 import { workBudget } from '../platform/work-budget.js';
 import { WakeLoop } from '../platform/wake-loop.js';
 import { wakeOwner } from './dispatch.js';
@@ -76,11 +78,13 @@ export class BulkFanout {
       const device = await jobs.holdJobChunk(tx, jobId, chunk);
       if (!device || (await existingIds(tx, [jobs.bulkMessageId(jobId, start + 1)])).size > 0) return undefined;
       const inserted = await jobs.insertChunkMessages(tx, jobId, start, this.chunkSize);
+      const analysed = await analyseIfStale(tx, 'messages', inserted);
       if (last) await this.markDone(tx, jobId);
-      return { device, inserted };
+      return { device, inserted, analysed };
     });
     if (!result) return false;
     this.log.debug({ jobId, chunk, inserted: result.inserted }, 'bulk fan-out chunk');
+    if (result.analysed) this.log.info({ jobId, chunk }, 'messages analysed: its statistics were those of a table with fewer rows than this chunk');
     wakeOwner(this.bus, result.device);
     return true;
   }

@@ -81,6 +81,13 @@ export interface OpenDatabaseOptions {
   loadDataDir?: Blob;
 }
 
+/**
+ * The settings of the connections that run genericPlan statements. Sequential scans off too: a
+ * generic plan is costed with the statistics of the moment it is made, and a scan chosen while a
+ * table was small would stay after it grew.
+ */
+export const GENERIC_PLAN_SETTINGS = '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off';
+
 const FOREGROUND = 0;
 const BACKGROUND = 1;
 type Priority = typeof FOREGROUND | typeof BACKGROUND;
@@ -158,9 +165,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
           connectionString: options.databaseUrl,
           max: Math.max(2, Math.ceil((options.poolSize ?? 20) / 2)),
           application_name: `${options.applicationName ?? 'waygate'}-generic`,
-          // Sequential scans off too: a generic plan is costed with the statistics of the moment
-          // it is made, and a scan chosen while a table was small would stay after it grew.
-          options: `-c plan_cache_mode=force_generic_plan -c enable_seqscan=off${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
+          options: `${GENERIC_PLAN_SETTINGS}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
         });
         genericPool.on('error', () => undefined);
       }
