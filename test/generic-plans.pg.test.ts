@@ -5,8 +5,9 @@
  * statistics of the moment: a database analysed while empty (autovacuum on a new install) shows
  * messages as one row, and a claim, an outcome and a receipt then each read the whole table once
  * per message (a 100,000-recipient job on such a database ran at 66 messages a second). The
- * fan-out analyses messages when its statistics are smaller than a chunk it added
- * (table-statistics.ts), which makes every connection plan these statements again.
+ * fan-out analyses messages when its statistics are smaller than a chunk it added, and an import
+ * of contacts does the same for contacts (table-statistics.ts), which makes every connection plan
+ * these statements again.
  *
  * Here the tables are analysed empty, each statement runs once on a connection opened as the
  * product opens them (so its plan is made then), a job is fanned out, and each statement's pages
@@ -21,6 +22,7 @@ import { prepareValue } from 'pg/lib/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { BulkFanout } from '../src/messaging/bulk-fanout.js';
+import { pageOfContacts } from '../src/directory/contact-store.js';
 import { claimDue } from '../src/messaging/message-store.js';
 import { applyReceipts, writeOutcomes } from '../src/messaging/outcomes.js';
 import { GENERIC_PLAN_SETTINGS, type Database, type PreparedStatement } from '../src/platform/database.js';
@@ -29,6 +31,10 @@ import { costOf, type PlanCost } from './plan-cost.js';
 
 const QUEUED = 4_000;
 const TAKEN = 200;
+const CONTACTS = 5_000;
+const PAGE = 50;
+/** Matches one contact in seven. */
+const SEARCHED = 'ali';
 const WORKER = 'worker-gplan';
 
 let ctx: TestContext;
@@ -75,7 +81,15 @@ beforeAll(async () => {
   await writeOutcomes(on(generic) as Database, WORKER, [{ id: 'msg_gplan_none', at }], [], [], { jobs: true });
   // PostgreSQL makes its own generic plan of a named statement after five runs, and keeps it while
   // it looks no dearer than the custom plans it made.
-  for (let i = 0; i < 6; i++) await applyReceipts(on(plain), 'DELIVERED', [{ deviceId, networkMessageId: 'GPLAN_NONE', status: 'DELIVERED', at }]);
+  for (let i = 0; i < 6; i++) {
+    await applyReceipts(on(plain), 'DELIVERED', [{ deviceId, networkMessageId: 'GPLAN_NONE', status: 'DELIVERED', at }]);
+    for (const needle of [undefined, SEARCHED]) await pageOfContacts(on(plain) as Database, tenant.accountId, PAGE, 0, needle);
+  }
+
+  // An import of contacts, as a client sends it.
+  const csv = ['name,phoneNumber', ...Array.from({ length: CONTACTS }, (_, i) => `Person ${i} ${i % 7 === 0 ? 'Alice' : 'Bob'},62813${String(i).padStart(8, '0')}`)];
+  const imported = await ctx.app.inject({ method: 'POST', url: '/contacts/import', headers: { ...tenant.headers, 'content-type': 'text/csv' }, payload: csv.join('\n') });
+  expect(imported.statusCode, imported.body).toBe(200);
 
   // A job for the device, fanned out as the worker does. The device is marked connected, which
   // the job needs; no worker runs here, so nothing claims its messages meanwhile.
@@ -102,7 +116,7 @@ async function statusCount(status: string): Promise<number> {
 }
 
 describe('statements planned on empty tables, run on full ones', () => {
-  // One test, in order: each step works on the messages the one before it moved on.
+  // In order: each step works on the messages the one before it moved on.
   it('claim, outcome and receipt each read a few pages a message', async () => {
     let cost: PlanCost = { pages: 0, rows: 0 };
     const keep = (measured: PlanCost): void => {
@@ -133,5 +147,20 @@ describe('statements planned on empty tables, run on full ones', () => {
     // The receipts' CTEs read one another, so their pages are counted more than once (plan-cost.ts).
     expect(cost.pages, 'receipts: pages').toBeLessThan(TAKEN * 100);
     expect(cost.rows, 'receipts: plan rows').toBeLessThan(TAKEN * 100);
+  });
+
+  it('a page of contacts, listed or searched, reads the page after an import', async () => {
+    let cost: PlanCost = { pages: 0, rows: 0 };
+    const keep = (measured: PlanCost): void => {
+      cost = measured;
+    };
+    // A walk of the newest-first index: the page's rows and a few pages (6 pages listed, 35
+    // searched). Plans made on the empty table read and sorted every contact: 108 and 219 pages.
+    await pageOfContacts(measuring(plain, keep) as Database, tenant.accountId, PAGE, 0);
+    expect(cost.pages, 'list: pages').toBeLessThan(20);
+    expect(cost.rows, 'list: plan rows').toBeLessThan(PAGE * 10);
+    await pageOfContacts(measuring(plain, keep) as Database, tenant.accountId, PAGE, 0, SEARCHED);
+    expect(cost.pages, 'search: pages').toBeLessThan(100);
+    expect(cost.rows, 'search: plan rows').toBeLessThan(PAGE * 20);
   });
 });

@@ -5,6 +5,7 @@ import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { isUniqueViolation } from './accounts.js';
 import { normalizePhone, phoneSearchDigits } from '../platform/phone.js';
+import { analyseIfStale } from '../platform/table-statistics.js';
 import * as store from './contact-store.js';
 
 /** The contacts benchmark's bare route runs exactly the SQL of a listing page. */
@@ -140,6 +141,7 @@ export class ContactService {
           if (!inserted.has(c.phoneNumber)) skippedExisting.push({ line: c.line, phoneNumber: c.phoneNumber, reason: 'a contact with this phone number already exists' });
         }
       }
+      await analyseIfStale(tx, 'contacts', created);
     });
     // Only what was committed is reported (a failed transaction throws above and reports nothing).
     report.created = created;

@@ -78,13 +78,13 @@ export class BulkFanout {
       const device = await jobs.holdJobChunk(tx, jobId, chunk);
       if (!device || (await existingIds(tx, [jobs.bulkMessageId(jobId, start + 1)])).size > 0) return undefined;
       const inserted = await jobs.insertChunkMessages(tx, jobId, start, this.chunkSize);
-      const analysed = await analyseIfStale(tx, 'messages', inserted);
+      const statistics = await analyseIfStale(tx, 'messages', inserted);
       if (last) await this.markDone(tx, jobId);
-      return { device, inserted, analysed };
+      return { device, inserted, statistics };
     });
     if (!result) return false;
     this.log.debug({ jobId, chunk, inserted: result.inserted }, 'bulk fan-out chunk');
-    if (result.analysed) this.log.info({ jobId, chunk }, 'messages analysed: its statistics were those of a table with fewer rows than this chunk');
+    if (result.statistics !== 'fresh') this.log.info({ jobId, chunk, statistics: result.statistics }, "messages' statistics were of a table smaller than this chunk");
     wakeOwner(this.bus, result.device);
     return true;
   }

@@ -18,18 +18,20 @@
  */
 import type { Queryable } from './database.js';
 
-/** The tables a statement of Waygate grows by a large batch at once. */
-export type GrowingTable = 'messages';
+/** The tables Waygate grows by large batches: messages by a job's fan-out, contacts by an import. */
+export type GrowingTable = 'messages' | 'contacts';
 
 /**
  * In the transaction that added `added` rows to `table`: analyses it if its statistics say it
- * holds fewer, unless another connection is analysing it (SKIP_LOCKED; autovacuum, say). Returns
- * whether it did.
+ * holds fewer, unless another connection is analysing it (SKIP_LOCKED; autovacuum, say). What it
+ * found: 'fresh' statistics, or 'analysed', or 'skipped' (stale, and another was analysing it).
  */
-export async function analyseIfStale(tx: Queryable, table: GrowingTable, added: number): Promise<boolean> {
-  // reltuples is -1 until the table is first analysed (or vacuumed).
-  const [row] = await tx.query<{ stale: boolean }>(`SELECT reltuples >= 0 AND reltuples < $2 AS stale FROM pg_class WHERE oid = $1::regclass`, [table, added]);
-  if (!row?.stale) return false;
+export async function analyseIfStale(tx: Queryable, table: GrowingTable, added: number): Promise<'fresh' | 'analysed' | 'skipped'> {
+  // reltuples is -1 until the table is first analysed (or vacuumed); ANALYZE writes it in place,
+  // so this transaction reads the new value at once.
+  const stale = async (): Promise<boolean> =>
+    (await tx.query<{ stale: boolean }>(`SELECT reltuples >= 0 AND reltuples < $2 AS stale FROM pg_class WHERE oid = $1::regclass`, [table, added]))[0]?.stale ?? false;
+  if (!(await stale())) return 'fresh';
   await tx.query(`ANALYZE (SKIP_LOCKED) ${table}`);
-  return true;
+  return (await stale()) ? 'skipped' : 'analysed';
 }
