@@ -11,7 +11,8 @@
  * (b) Pruning a day of data while sends continue: POST /messages/send (scheduled, so each is one
  *     accept: device, quota, insert) by 4 connections, first alone, then while housekeeping
  *     prunes the oldest day of events, attempts and message bodies (retention 29 days) batch by
- *     batch as the worker does; sends' p99 while pruning <= 2x the p99 without it.
+ *     batch as the worker does; sends' p99 while pruning (over every send of the windows that ran
+ *     while it did) <= 2x the p99 without it; the worst single window's p99 is reported too.
  *
  * The database (waygate_bench_tables) is created anew on each run and dropped at the end.
  */
@@ -20,7 +21,7 @@ import { loadConfig } from '../src/config.js';
 import { Housekeeping } from '../src/housekeeping.js';
 import { openDatabase } from '../src/platform/database.js';
 import { runLoad } from './lib/load.js';
-import { runPostLoad, type PostLoadResult } from './lib/post-load.js';
+import { mergeWindows, runPostLoad, type PostLoadResult } from './lib/post-load.js';
 import { allPassed, formatTable, writeResults, type Check, type Measured } from './lib/report.js';
 import { api } from './lib/tenant.js';
 import { openApiFixture } from './lib/api-fixture.js';
@@ -132,6 +133,10 @@ export async function measure(options: BenchmarkOptions): Promise<Measured> {
     const after = await expired();
     results['sends while pruning'] = during;
     results.pruned = { ...pruned, ms: Math.round(pruneMs), before, after };
+    // The sends' p99 while pruning: over every send of the windows that ran while it did. The
+    // worst single window's p99 is reported beside it: the worst of many windows is higher than
+    // one window's even with nothing running beside it, so it is not compared with `alone`'s.
+    const whilePruning = mergeWindows(during);
     const worstP99 = Math.max(...during.map((load) => load.latencyMs.p99));
     const clean = [alone, ...during].every((load) => load.non2xx === 0 && load.errors === 0 && load.responses > 0);
     checks.push({
@@ -142,9 +147,15 @@ export async function measure(options: BenchmarkOptions): Promise<Measured> {
     });
     checks.push({
       metric: `sends' p99 while pruning vs alone`,
-      measured: `${worstP99} ms vs ${alone.latencyMs.p99} ms (${during.length} load window(s) of ${options.durationSeconds} s; ${during.map((load) => load.requestsPerSecond).join(', ')}/s vs ${alone.requestsPerSecond}/s)`,
+      measured: `${whilePruning.latencyMs.p99} ms vs ${alone.latencyMs.p99} ms = ${(whilePruning.latencyMs.p99 / alone.latencyMs.p99).toFixed(2)}x (${during.length} load window(s) of ${options.durationSeconds} s, ${whilePruning.responses} sends; ${during.map((load) => load.requestsPerSecond).join(', ')}/s vs ${alone.requestsPerSecond}/s)`,
       target: `<= ${PRUNE_P99_FACTOR}x`,
-      pass: clean && worstP99 <= PRUNE_P99_FACTOR * alone.latencyMs.p99,
+      pass: clean && whilePruning.latencyMs.p99 <= PRUNE_P99_FACTOR * alone.latencyMs.p99,
+    });
+    checks.push({
+      metric: `sends' p99 of the worst window while pruning`,
+      measured: `${worstP99} ms (${(worstP99 / alone.latencyMs.p99).toFixed(2)}x alone's; windows ${during.map((load) => load.latencyMs.p99).join(', ')} ms)`,
+      target: '',
+      pass: undefined,
     });
   } finally {
     await fixture.close();

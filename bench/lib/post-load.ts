@@ -94,7 +94,7 @@ function summarise(title: string, times: number[], seconds: number, outcome: Pic
 }
 
 /** Windows of the same load as one: responses, seconds, errors and CPU added up, latencies over every response. */
-function mergeWindows(windows: PostLoadResult[]): PostLoadResult {
+export function mergeWindows(windows: PostLoadResult[]): PostLoadResult {
   const add = (pick: (w: PostLoadResult) => Record<string, number> | undefined): Record<string, number> | undefined => {
     const parts = windows.map(pick);
     if (parts.some((part) => part === undefined)) return undefined;
