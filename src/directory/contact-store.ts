@@ -105,7 +105,7 @@ export function searchPageQuery(accountId: string, needle: string, limit: number
 
 
 /** A page of the account's contacts, newest first, matching `needle` when given (see searchPageQuery). */
-export async function pageOfContacts(database: Database, accountId: string, limit: number, offset: number, needle?: string): Promise<{ rows: Contact[]; total: number }> {
+export async function pageOfContacts(database: Pick<Database, 'queryPrepared'>, accountId: string, limit: number, offset: number, needle?: string): Promise<{ rows: Contact[]; total: number }> {
   const rows = await database.queryPrepared<ContactRow>(
     needle === undefined ? unfilteredPageQuery(accountId, limit, offset) : searchPageQuery(accountId, needle, limit, offset),
   );

@@ -198,7 +198,7 @@ const OUTCOME_STATEMENTS = new Map<string, ReturnType<typeof outcomesStatement>>
  * as written. `jobs`: whether any of these messages may belong to a bulk job (false leaves the
  * jobs' counting out of the statement, so it must be known: from the claimed messages' jobId).
  */
-export async function writeOutcomes(db: Database, workerId: string, sent: Sent[], failed: Failure[], retry: Retry[], options: { jobs?: boolean } = {}): Promise<MessageRow[]> {
+export async function writeOutcomes(db: Pick<Database, 'queryPrepared'>, workerId: string, sent: Sent[], failed: Failure[], retry: Retry[], options: { jobs?: boolean } = {}): Promise<MessageRow[]> {
   const parts = { failed: failed.length > 0, retried: retry.length > 0, jobs: options.jobs ?? true };
   const key = `${parts.failed} ${parts.retried} ${parts.jobs}`;
   let statement = OUTCOME_STATEMENTS.get(key);
