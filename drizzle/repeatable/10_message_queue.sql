@@ -1,7 +1,11 @@
--- The ids of a device's waiting messages that are due (priority <= p_max_priority: 0 direct sends
--- only, 1 everything), direct sends first, oldest first, at most p_limit, with their queue rows
--- and messages locked (SKIP LOCKED on both: a claim never waits, so it cannot deadlock with a
--- statement that locks a waiting message before its queue row, such as a cancel).
+-- A device's waiting messages that are due (priority <= p_max_priority: 0 direct sends only, 1
+-- everything), direct sends first, oldest first, at most p_limit, with their queue rows and
+-- messages locked (SKIP LOCKED on both: a claim never waits, so it cannot deadlock with a
+-- statement that locks a waiting message before its queue row, such as a cancel). Each comes with
+-- the addresses (ctid) of its queue row and of its message as locked: a locked row is the newest
+-- version and cannot move until the claim's transaction ends, so the claim deletes and updates
+-- them by address, a TID scan whatever the statistics say, and no second descent of either
+-- primary key.
 --
 -- `priority BETWEEN 0 AND ...`: the index is partial on priority >= 0 (migration 0052), which
 -- every row meets; a query must imply it to use the index.
@@ -15,12 +19,16 @@
 -- a SQL function that cannot be inlined (its SET clauses) plans its query again in every
 -- statement that calls it, about 0.35 ms of a claim of a few messages; PL/pgSQL keeps one
 -- generic plan per connection.
-CREATE OR REPLACE FUNCTION waygate_due_messages(p_device text, p_max_priority int, p_limit int) RETURNS SETOF text
+--
+-- It replaces waygate_due_messages (the ids alone), which a database upgraded from an earlier
+-- build keeps for that build while both run.
+CREATE OR REPLACE FUNCTION waygate_due_rows(p_device text, p_max_priority int, p_limit int)
+RETURNS TABLE (id text, queue_row tid, message_row tid)
 LANGUAGE plpgsql VOLATILE ROWS 1
 SET enable_bitmapscan = off SET enable_sort = off SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   RETURN QUERY
-  SELECT q.id FROM message_queue q JOIN messages m ON m.id = q.id
+  SELECT q.id, q.ctid, m.ctid FROM message_queue q JOIN messages m ON m.id = q.id
    WHERE q.device_id = p_device AND q.priority BETWEEN 0 AND p_max_priority AND q.due_at <= now()
    ORDER BY q.priority, q.due_at, q.id
    LIMIT p_limit

@@ -20,7 +20,7 @@ import { messageTransitions } from '../platform/metrics.js';
 import { REFUND_SQL } from './quota-store.js';
 import { CHAT_OF_INCOMING_SQL } from '../conversations/chat-store.js';
 import { COUNT_INTO_DAYS_SQL } from './message-days.js';
-import { DEQUEUE_SQL, ENQUEUE_SQL } from './queue-store.js';
+import { DEQUEUE_ROWS_SQL, DEQUEUE_SQL, ENQUEUE_SQL } from './queue-store.js';
 
 /** A message claimed for sending, as the device runner hands it to the network. */
 export interface ClaimedMessage {
@@ -84,23 +84,26 @@ export interface ClaimRequest {
 
 /**
  * Claims due messages for several devices (each device once), and starts their SCHEDULED jobs,
- * in one statement. waygate_due_messages (drizzle/repeatable/10_message_queue.sql) walks a
- * device's range of the queue in order (SKIP LOCKED) whatever the statistics say, and returns
- * one row a device as far as the planner knows, so every join is a primary-key lookup: one
- * generic plan serves every claim (generic plans run with sequential scans off, see
- * openDatabase), planned once per connection instead of on each call, which cost as much as
- * running it when a thousand paced devices each claimed a message a second.
+ * in one statement. waygate_due_rows (drizzle/repeatable/10_message_queue.sql) walks a device's
+ * range of the queue in order (SKIP LOCKED) whatever the statistics say, and returns each due
+ * message with the addresses of its queue row and of its message, both locked: the dequeue and
+ * the update are TID scans, so no plan of this statement reads more than the rows it claims,
+ * however stale the statistics it was made on. It is estimated at one row a device, so the
+ * look-ups of the messages the claimed ones refer to are primary-key lookups: one generic plan
+ * serves every claim (generic plans run with sequential scans off, see openDatabase), planned
+ * once per connection instead of on each call, which cost as much as running it when a thousand
+ * paced devices each claimed a message a second.
  */
 const CLAIM: Omit<PreparedStatement, 'values'> = {
   name: 'messages_claim',
   genericPlan: true,
   text: `WITH due AS (
-       SELECT d.id FROM unnest($1::text[], $2::int[], $4::int[]) AS r(device_id, lim, max_priority)
-              CROSS JOIN LATERAL waygate_due_messages(r.device_id, r.max_priority, r.lim) AS d(id)),
-     dequeued AS (${DEQUEUE_SQL('SELECT id FROM due')} RETURNING id),
+       SELECT d.queue_row, d.message_row FROM unnest($1::text[], $2::int[], $4::int[]) AS r(device_id, lim, max_priority)
+              CROSS JOIN LATERAL waygate_due_rows(r.device_id, r.max_priority, r.lim) AS d),
+     dequeued AS (${DEQUEUE_ROWS_SQL('ARRAY(SELECT queue_row FROM due)')}),
      claimed AS (
        UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
-         FROM dequeued d WHERE m.id = d.id
+        WHERE m.ctid = ANY (ARRAY(SELECT message_row FROM due))
        RETURNING m.id, m.device_id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
      started AS (${START_JOBS_SQL('claimed')})
      SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced

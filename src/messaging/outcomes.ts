@@ -89,7 +89,10 @@ const COUNT_REFUND_AND_EVENTS = (parts: Omit<OutcomeParts, 'retried'>, first: st
 /**
  * SQL (a CTE body): locks, one key look-up at a time and in the order of `sorted` (a FROM item
  * `s` with an `id` column, sorted by IN_ID_ORDER), the messages it names that `where` (over `m`)
- * still picks once locked; returns s's columns and the locked row's status as `prev`.
+ * still picks once locked; returns s's columns, the locked row's status as `prev` and its
+ * address (ctid) as `address`. A locked row is the newest version and cannot move before the
+ * statement's transaction ends: the statement's UPDATE finds it by that address (ON_LOCKED), a
+ * TID scan, with no second descent of the primary key.
  *
  * Every statement that locks several messages locks them in id order. Outcomes and receipts of
  * one account run side by side, and a receipt may overtake its outcome: two statements that each
@@ -103,20 +106,20 @@ const COUNT_REFUND_AND_EVENTS = (parts: Omit<OutcomeParts, 'retried'>, first: st
  */
 const IN_ID_ORDER = (s: string): string => `ORDER BY ${s}.id COLLATE "C"`;
 const LOCK_EACH_IN_ID_ORDER = (sorted: string, where: string, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): string =>
-  `SELECT s.*, x.status AS prev FROM ${sorted} CROSS JOIN LATERAL (
-     SELECT m.status FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
-
-/** SQL: true once CTE `locked` has run; a statement's writes on messages wait for it by this qual. */
-const AFTER_LOCKS = `(SELECT count(*) FROM locked) >= 0`;
+  `SELECT s.*, x.status AS prev, x.address FROM ${sorted} CROSS JOIN LATERAL (
+     SELECT m.status, m.ctid AS address FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
 
 /**
- * SQL: messages `m` named by the rows of `source` (an unnest with an id column), claimed by the
- * worker `worker` (a SQL expression) and still SENDING. Driven by the source, one key lookup
- * each: matching every row against the whole array instead made a generic plan that joined the
- * two quadratically.
+ * SQL: the message `m` that row `k` of a LOCK_EACH_IN_ID_ORDER CTE locked, by its address. The
+ * join is on the address alone, so the only way to read `m` is a TID scan for each row of `k`
+ * (sequential scans are off where plans are kept): no plan of it reads more of messages than the
+ * rows locked, whatever the statistics said when it was made.
  */
-const CLAIMED = (m: string, source: string, worker: string): string =>
-  `${m}.id = ${source}.id AND ${m}.status = 'SENDING' AND ${m}.claimed_by = ${worker} AND ${AFTER_LOCKS}`;
+const ON_LOCKED = (m: string, k: string): string => `${m}.ctid = ${k}.address`;
+
+/** SQL: the message `m` locked by row `k`, claimed by the worker `worker` (a SQL expression) and still SENDING. */
+const CLAIMED = (m: string, k: string, worker: string): string =>
+  `${ON_LOCKED(m, k)} AND ${m}.status = 'SENDING' AND ${m}.claimed_by = ${worker}`;
 
 /** What an outcome statement writes: the network's answers for messages claimed by one worker. */
 interface OutcomeInput {
@@ -156,29 +159,35 @@ function outcomesStatement(parts: Omit<OutcomeParts, 'sent'>): Omit<PreparedStat
     codes: param('text[]', (i) => i.retry.map((r) => r.code)),
     messages: param('text[]', (i) => i.retry.map((r) => r.message)),
   };
-  const ids = [sentIds, ...(failed ? [failed.ids] : []), ...(retried ? [retried.ids] : [])].join(' || ');
-  const text = `WITH locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(`(SELECT i.id FROM unnest(${ids}) AS i(id) ${IN_ID_ORDER('i')}) AS s`, '', 'FOR NO KEY UPDATE')}),
+  // Every answer, one row each, with what its part writes: locked in id order, then each part
+  // updates its own rows by their addresses.
+  const answers = [
+    `SELECT i.id, 'sent' AS part, i.at, NULL::text AS code, NULL::text AS message, NULL::timestamptz AS due_at FROM unnest(${sentIds}, ${sentAt}) AS i(id, at)`,
+    ...(failed ? [`SELECT i.id, 'failed', NULL, i.code, i.message, NULL FROM unnest(${failed.ids}, ${failed.codes}, ${failed.messages}) AS i(id, code, message)`] : []),
+    ...(retried ? [`SELECT i.id, 'retried', NULL, i.code, i.message, i.due_at FROM unnest(${retried.ids}, ${retried.dueAt}, ${retried.codes}, ${retried.messages}) AS i(id, due_at, code, message)`] : []),
+  ].join(' UNION ALL ');
+  const text = `WITH locked AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER(`(SELECT i.* FROM (${answers}) AS i ${IN_ID_ORDER('i')}) AS s`, '', 'FOR NO KEY UPDATE')}),
    sent AS (
-     UPDATE messages m SET status = 'SENT', sent_at = GREATEST(s.at, m.created_at), claimed_by = NULL, error_code = NULL, error_message = NULL
-       FROM unnest(${sentIds}, ${sentAt}) AS s(id, at)
-      WHERE ${CLAIMED('m', 's', worker)}
+     UPDATE messages m SET status = 'SENT', sent_at = GREATEST(k.at, m.created_at), claimed_by = NULL, error_code = NULL, error_message = NULL
+       FROM locked k
+      WHERE k.part = 'sent' AND ${CLAIMED('m', 'k', worker)}
       RETURNING ${RETURNED('m')}),
    ${
      failed
        ? `failed AS (
-     UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = f.code, error_message = f.message
-       FROM unnest(${failed.ids}, ${failed.codes}, ${failed.messages}) AS f(id, code, message)
-      WHERE ${CLAIMED('m', 'f', worker)}
+     UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = k.code, error_message = k.message
+       FROM locked k
+      WHERE k.part = 'failed' AND ${CLAIMED('m', 'k', worker)}
       RETURNING ${RETURNED('m')}),`
        : ''
    }
    ${
      retried
        ? `retried AS (
-     UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, error_code = r.code, error_message = r.message
-       FROM unnest(${retried.ids}, ${retried.dueAt}, ${retried.codes}, ${retried.messages}) AS r(id, due_at, code, message)
-      WHERE ${CLAIMED('m', 'r', worker)}
-      RETURNING m.id, m.device_id, m.priority, r.due_at),
+     UPDATE messages m SET status = 'QUEUED', claimed_by = NULL, error_code = k.code, error_message = k.message
+       FROM locked k
+      WHERE k.part = 'retried' AND ${CLAIMED('m', 'k', worker)}
+      RETURNING m.id, m.device_id, m.priority, k.due_at),
    requeued AS (${ENQUEUE_SQL('retried')}),`
        : ''
    }
@@ -218,7 +227,7 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
      )}),
      failed AS (
        UPDATE messages m SET status = 'FAILED', failed_at = now(), claimed_by = NULL, error_code = $2, error_message = $3
-         FROM locked k WHERE m.id = k.id AND ${waiting}
+         FROM locked k WHERE ${ON_LOCKED('m', 'k')} AND ${waiting}
         RETURNING ${RETURNED('m')}),
      dequeued AS (${DEQUEUE_SQL('SELECT (message).id FROM failed')}),
      ${COUNT_REFUND_AND_EVENTS({ sent: false, failed: true, jobs: true })}
@@ -271,7 +280,7 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
                     WHERE r.id IS NULL) AS f
                  ${IN_ID_ORDER('f')}),
           o AS MATERIALIZED (${LOCK_EACH_IN_ID_ORDER('found AS s', receiptOf('s'), 'FOR UPDATE')}),
-          u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE m.id = o.id
+          u AS (UPDATE messages m SET ${set}, claimed_by = NULL FROM o WHERE ${ON_LOCKED('m', 'o')}
                 RETURNING m.job_id, m.account_id, m.device_id, o.prev, waygate_message_json(m) AS event_data),
           counts AS (
             SELECT job_id,

@@ -16,13 +16,18 @@ export const ENQUEUE_SQL = (source: string): string =>
   `INSERT INTO message_queue (id, device_id, priority, due_at) SELECT id, device_id, priority, due_at FROM ${source}`;
 
 /**
- * SQL (a data-modifying CTE body): takes messages out of the queue, `ids` a query of their ids.
- * Run after the messages were locked (an UPDATE's RETURNING): writers lock a waiting message
- * before its queue row.
- * The rows are found by waygate_queue_tids (drizzle/repeatable/10_message_queue.sql) and deleted
- * by address, whatever the statistics say about the queue's size.
+ * SQL (a data-modifying CTE body): takes messages out of the queue, `rows` an expression of their
+ * queue rows' addresses (tid[]), deleted as a TID scan whatever the statistics say about the
+ * queue's size. Run with the messages locked: writers lock a waiting message before its queue row.
  */
-export const DEQUEUE_SQL = (ids: string): string => `DELETE FROM message_queue WHERE ctid = ANY (waygate_queue_tids(ARRAY(${ids})))`;
+export const DEQUEUE_ROWS_SQL = (rows: string): string => `DELETE FROM message_queue WHERE ctid = ANY (${rows})`;
+
+/**
+ * SQL (a data-modifying CTE body): DEQUEUE_ROWS_SQL for messages `ids` (a query of their ids),
+ * their rows found by waygate_queue_tids (drizzle/repeatable/10_message_queue.sql). Run after the
+ * messages were locked (an UPDATE's RETURNING).
+ */
+export const DEQUEUE_SQL = (ids: string): string => DEQUEUE_ROWS_SQL(`waygate_queue_tids(ARRAY(${ids}))`);
 
 /**
  * SQL: the predicate of message_queue_due_idx, for queue row `q`. Every row meets it; a query
