@@ -1,0 +1,64 @@
+/**
+ * The claim of a device's actions (edits, deletes for everyone, read receipts on their way to the
+ * network) reads about what it claims when the table's statistics are those of an empty queue.
+ * Done actions are deleted, so message_actions is nearly empty whenever it is analysed, and the
+ * planner then takes it for one row whatever it holds (as it did the message queue, see
+ * queue-plans.test.ts). Here the table is analysed with pages and no rows, then filled, and the
+ * claim's pages and plan rows are counted (plan-cost.ts): bounded by the device's due actions,
+ * never by their product with the actions claimed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimActions } from '../src/messaging/action-store.js';
+import type { Queryable } from '../src/platform/database.js';
+import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
+import { costOf, type PlanCost } from './plan-cost.js';
+
+const WAITING = 4_000;
+const TAKEN = 200;
+
+let ctx: TestContext;
+let tenant: Tenant;
+let deviceId: string;
+beforeAll(async () => {
+  ({ ctx, tenant, deviceId } = await createAppWithDevice('Action plans'));
+  // Statistics of a queue of actions that had rows and has none: the pages are still there.
+  const fill = (content: string): Promise<unknown> =>
+    ctx.database.query(
+      `INSERT INTO message_actions (account_id, device_id, message_id, action, content, due_at)
+       SELECT $1, $2, 'msg_aplan_' || lpad(n::text, 6, '0'), 'edit', $4, now() - interval '1 minute' FROM generate_series(1, $3::int) AS n`,
+      [tenant.accountId, deviceId, WAITING, content],
+    );
+  await fill('gone');
+  await ctx.database.query('DELETE FROM message_actions');
+  await ctx.database.query('ANALYZE message_actions');
+  // The messages the actions are about (the claim returns each with its message), then the actions.
+  await ctx.database.query(
+    `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority)
+     SELECT 'msg_aplan_' || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'sent', 'SENT', 'APLAN' || n, 0
+       FROM generate_series(1, $3::int) AS n`,
+    [tenant.accountId, deviceId, WAITING],
+  );
+  await fill('edited');
+}, 60_000);
+afterAll(async () => ctx.close());
+
+describe('the actions’ claim under an empty queue’s statistics', () => {
+  it('claims with a few pages per action, not a scan of the table per action', async () => {
+    let cost: PlanCost = { pages: 0, rows: 0 };
+    const explaining: Queryable = {
+      query: async <T,>(text: string, values?: unknown[]): Promise<T[]> => {
+        cost = await costOf(ctx.database, text, values ?? []); console.log('COST', JSON.stringify(cost));
+        return [];
+      },
+    };
+    await claimActions(explaining, deviceId, TAKEN);
+    const [claimed] = await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM message_actions WHERE attempts = 1');
+    expect(claimed!.n).toBe(TAKEN);
+    // On these statistics the walk reads and sorts every due action of the device (4,000 rows,
+    // about as many pages) before it takes the oldest 200; then the update and the messages'
+    // look-ups, a handful of pages an action: 6,000 plan rows and about 5,700 pages. The update
+    // joined with the due ids by id compared every row with every id: 1,609,600 plan rows.
+    expect(cost.rows, 'plan rows').toBeLessThan(WAITING * 2);
+    expect(cost.pages, 'pages').toBeLessThan(WAITING * 2);
+  });
+});
