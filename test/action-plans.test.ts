@@ -47,7 +47,7 @@ describe('the actions’ claim under an empty queue’s statistics', () => {
     let cost: PlanCost = { pages: 0, rows: 0 };
     const explaining: Queryable = {
       query: async <T,>(text: string, values?: unknown[]): Promise<T[]> => {
-        cost = await costOf(ctx.database, text, values ?? []); console.log('COST', JSON.stringify(cost));
+        cost = await costOf(ctx.database, text, values ?? []);
         return [];
       },
     };

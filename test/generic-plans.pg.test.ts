@@ -78,12 +78,12 @@ beforeAll(async () => {
   // Each statement's plan, made on the empty tables.
   const at = new Date();
   await claimDue(on(generic), WORKER, [{ deviceId, limit: TAKEN, onlyDirect: false }]);
-  await writeOutcomes(on(generic) , WORKER, [{ id: 'msg_gplan_none', at }], [], [], { jobs: true });
+  await writeOutcomes(on(generic), WORKER, [{ id: 'msg_gplan_none', at }], [], [], { jobs: true });
   // PostgreSQL makes its own generic plan of a named statement after five runs, and keeps it while
   // it looks no dearer than the custom plans it made.
   for (let i = 0; i < 6; i++) {
     await applyReceipts(on(plain), 'DELIVERED', [{ deviceId, networkMessageId: 'GPLAN_NONE', status: 'DELIVERED', at }]);
-    for (const needle of [undefined, SEARCHED]) await pageOfContacts(on(plain) , tenant.accountId, PAGE, 0, needle);
+    for (const needle of [undefined, SEARCHED]) await pageOfContacts(on(plain), tenant.accountId, PAGE, 0, needle);
   }
 
   // An import of contacts, as a client sends it.
@@ -135,7 +135,7 @@ describe('statements planned on empty tables, run on full ones', () => {
       [deviceId],
     );
     const at = new Date();
-    await writeOutcomes(measuring(generic, keep) , WORKER, taken.map(({ id }) => ({ id, at })), [], [], { jobs: true });
+    await writeOutcomes(measuring(generic, keep), WORKER, taken.map(({ id }) => ({ id, at })), [], [], { jobs: true });
     expect(await statusCount('SENT')).toBe(TAKEN);
     // With the jobs' counts, the events and the day's counts: some thirty plan rows a message.
     expect(cost.pages, 'outcome: pages').toBeLessThan(TAKEN * 100);
@@ -158,9 +158,9 @@ describe('statements planned on empty tables, run on full ones', () => {
     // Plans made on the empty table read and sorted every contact: 5,151 and 7,323 plan rows.
     // Plan rows only: at this size the pages are too few to tell from the catalog pages a
     // connection may read again (plan-cost.ts).
-    await pageOfContacts(measuring(plain, keep) , tenant.accountId, PAGE, 0);
+    await pageOfContacts(measuring(plain, keep), tenant.accountId, PAGE, 0);
     expect(cost.rows, 'list: plan rows').toBeLessThan(PAGE * 10);
-    await pageOfContacts(measuring(plain, keep) , tenant.accountId, PAGE, 0, SEARCHED);
+    await pageOfContacts(measuring(plain, keep), tenant.accountId, PAGE, 0, SEARCHED);
     expect(cost.rows, 'search: plan rows').toBeLessThan(PAGE * 20);
   });
 });
