@@ -64,22 +64,21 @@ export interface ClaimedAction {
 }
 
 /**
- * Claims up to `limit` due actions of a device, oldest first. The claimed rows are updated by the
- * addresses they were locked at (a locked row is its newest version and stays put until the
- * transaction ends): done actions are deleted, so the table is nearly empty whenever it is
- * analysed, and on such statistics an update joined with the due ids by id compared every row of
- * the table with every claimed id (1.6 million plan rows for 200 of 4,000). By address, a plan
- * can only fetch the claimed rows or scan the table once.
+ * Claims up to `limit` due actions of a device, oldest first. Done actions are deleted, so the
+ * table is nearly empty whenever it is analysed, and no plan of this claim may depend on that:
+ * the walk is waygate_due_actions' (an ordered index walk that stops at `limit`, whatever the
+ * statistics), and the claimed rows are updated by the addresses they were locked at (on such
+ * statistics an update joined with the due ids by id compared every row of the table with every
+ * claimed id: 1.6 million plan rows for 200 of 4,000).
  */
 export async function claimActions(db: Queryable, deviceId: string, limit: number): Promise<ClaimedAction[]> {
   const rows = await db.query<{
     id: string; action: ActionKind; content: string | null; attempts: number;
     referenced: Referenced | null;
   }>(
-    `WITH due AS (
-       SELECT ctid AS address FROM message_actions WHERE device_id = $1 AND due_at <= now() ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),
-     claimed AS (
-       UPDATE message_actions a SET attempts = a.attempts + 1, due_at = now() + ${CLAIM_HOLD} WHERE a.ctid = ANY (ARRAY(SELECT address FROM due))
+    `WITH claimed AS (
+       UPDATE message_actions a SET attempts = a.attempts + 1, due_at = now() + ${CLAIM_HOLD}
+        WHERE a.ctid = ANY (ARRAY(SELECT waygate_due_actions($1, $2)))
        RETURNING a.id, a.action, a.content, a.attempts, a.message_id)
      SELECT c.id, c.action, c.content, c.attempts, ${REFERENCED_JSON_SQL('m')} AS referenced
        FROM claimed c LEFT JOIN messages m ON m.id = c.message_id

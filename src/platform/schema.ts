@@ -549,7 +549,7 @@ export const messageActions = pgTable(
     errorCode: text('error_code'),
     errorMessage: text('error_message'),
   },
-  (t) => [index('message_actions_due_idx').on(t.deviceId, t.dueAt).where(sql`${t.dueAt} IS NOT NULL`)],
+  (t) => [index('message_actions_due_idx').on(t.deviceId, t.dueAt, t.id).where(sql`${t.dueAt} IS NOT NULL`)],
 );
 
 /**
