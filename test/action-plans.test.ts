@@ -9,9 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimActions } from '../src/messaging/action-store.js';
-import type { Queryable } from '../src/platform/database.js';
-import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
-import { costOf, type PlanCost } from './plan-cost.js';
+import { createAppWithDevice, storeSentMessages, type Tenant, type TestContext } from './helpers.js';
+import { explaining } from './plan-cost.js';
 
 const WAITING = 4_000;
 const TAKEN = 200;
@@ -32,26 +31,16 @@ beforeAll(async () => {
   await ctx.database.query('DELETE FROM message_actions');
   await ctx.database.query('ANALYZE message_actions');
   // The messages the actions are about (the claim returns each with its message), then the actions.
-  await ctx.database.query(
-    `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority)
-     SELECT 'msg_aplan_' || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'sent', 'SENT', 'APLAN' || n, 0
-       FROM generate_series(1, $3::int) AS n`,
-    [tenant.accountId, deviceId, WAITING],
-  );
+  await storeSentMessages(ctx, tenant, deviceId, 'msg_aplan_', WAITING);
   await fill('edited');
 }, 60_000);
 afterAll(async () => ctx.close());
 
 describe('the actions’ claim under an empty queue’s statistics', () => {
   it('claims with a few pages per action, not a scan of the table per action', async () => {
-    let cost: PlanCost = { pages: 0, rows: 0 };
-    const explaining: Queryable = {
-      query: async <T,>(text: string, values?: unknown[]): Promise<T[]> => {
-        cost = await costOf(ctx.database, text, values ?? []);
-        return [];
-      },
-    };
-    await claimActions(explaining, deviceId, TAKEN);
+    const explained = explaining(ctx.database);
+    await claimActions(explained, deviceId, TAKEN);
+    const { cost } = explained;
     const [claimed] = await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM message_actions WHERE attempts = 1');
     expect(claimed!.n).toBe(TAKEN);
     // The walk stops at the oldest 200 (an ordered index walk, see waygate_due_actions, about

@@ -121,6 +121,19 @@ export async function createAppWithDevice(name: string): Promise<{ ctx: TestCont
   return { ctx, tenant, deviceId: json<{ data: { id: string } }>(response).data.id };
 }
 
+/**
+ * Stores `count` SENT messages of the tenant's device straight in the table: ids `prefix` and a
+ * six-digit number from 000001, network ids `prefix` and the number.
+ */
+export async function storeSentMessages(ctx: TestContext, tenant: Tenant, deviceId: string, prefix: string, count: number): Promise<void> {
+  await ctx.database.query(
+    `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority)
+     SELECT $4 || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'sent', 'SENT', $4 || n, 0
+       FROM generate_series(1, $3::int) AS n`,
+    [tenant.accountId, deviceId, count, prefix],
+  );
+}
+
 /** A random valid E.164 number (Indonesia, +62 8xx), different on every call. */
 export function randomPhone(): string {
   return `628${String(100_000_000 + Math.floor(Math.random() * 899_999_999))}`;

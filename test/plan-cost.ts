@@ -4,7 +4,7 @@
  * (a join that compares every row of a table with every id shows here as their product). The rows
  * are the same on every run, unlike a time; the pages nearly so.
  */
-import type { Queryable } from '../src/platform/database.js';
+import type { Database, PreparedStatement, Queryable } from '../src/platform/database.js';
 
 interface PlanNode {
   'Actual Rows': number;
@@ -43,4 +43,27 @@ export async function costOf(db: Pick<Queryable, 'query'>, text: string, values:
   // is added (one another reads is then counted twice, so this is a bound from above).
   const ctes = (top.Plans ?? []).filter((child) => child['Subplan Name']?.startsWith('CTE '));
   return { pages: pages(top) + ctes.reduce((sum, cte) => sum + pages(cte), 0), rows: rows(top) };
+}
+
+/**
+ * A stand-in for a database that runs each statement it is given under costOf on `db` instead
+ * (so the statement does run) and returns no rows; `cost` is the last statement's.
+ */
+export interface Explaining extends Queryable, Pick<Database, 'queryPrepared'> {
+  cost: PlanCost;
+}
+
+export function explaining(db: Pick<Queryable, 'query'>): Explaining {
+  const self: Explaining = {
+    cost: { pages: 0, rows: 0 },
+    async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
+      self.cost = await costOf(db, text, values);
+      return [];
+    },
+    async queryPrepared<T>(statement: PreparedStatement): Promise<T[]> {
+      self.cost = await costOf(db, statement.text, statement.values);
+      return [];
+    },
+  };
+  return self;
 }

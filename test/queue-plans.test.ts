@@ -8,9 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDue } from '../src/messaging/message-store.js';
 import { DEQUEUE_SQL } from '../src/messaging/queue-store.js';
-import type { Database, PreparedStatement } from '../src/platform/database.js';
 import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
-import { costOf } from './plan-cost.js';
+import { costOf, explaining } from './plan-cost.js';
 
 const QUEUED = 4_000;
 const TAKEN = 200;
@@ -59,15 +58,10 @@ describe('queue statements under an empty queue’s statistics', () => {
   });
 
   it('claims with a few pages per message, the dequeue included', async () => {
-    let cost = { pages: 0, rows: 0 };
-    const explaining: Pick<Database, 'queryPrepared'> = {
-      queryPrepared: async <T,>(statement: PreparedStatement): Promise<T[]> => {
-        cost = await costOf(ctx.database, statement.text, statement.values);
-        return [];
-      },
-    };
+    const explained = explaining(ctx.database);
     const before = await queueCount();
-    await claimDue(explaining, 'worker-qplan', [{ deviceId, limit: TAKEN, onlyDirect: false }]);
+    await claimDue(explained, 'worker-qplan', [{ deviceId, limit: TAKEN, onlyDirect: false }]);
+    const { cost } = explained;
     expect(await queueCount()).toBe(before - TAKEN);
     // The walk, the dequeue, the messages' update and their look-ups: a handful of pages a message.
     expect(cost.pages).toBeLessThan(TAKEN * 100);

@@ -9,9 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getReferenced } from '../src/messaging/message-store.js';
-import type { Queryable } from '../src/platform/database.js';
-import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
-import { costOf, type PlanCost } from './plan-cost.js';
+import { createAppWithDevice, storeSentMessages, type Tenant, type TestContext } from './helpers.js';
+import { explaining } from './plan-cost.js';
 
 const STORED = 4_000;
 
@@ -20,32 +19,20 @@ let tenant: Tenant;
 let deviceId: string;
 beforeAll(async () => {
   ({ ctx, tenant, deviceId } = await createAppWithDevice('Reference plans'));
-  const fill = (prefix: string): Promise<unknown> =>
-    ctx.database.query(
-      `INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority)
-       SELECT $4 || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'sent', 'SENT', $4 || n, 0
-         FROM generate_series(1, $3::int) AS n`,
-      [tenant.accountId, deviceId, STORED, prefix],
-    );
   // Statistics of a messages table that had rows and has none: its pages are still there.
-  await fill('msg_rplan_gone_');
+  await storeSentMessages(ctx, tenant, deviceId, 'msg_rplan_gone_', STORED);
   await ctx.database.query(`DELETE FROM messages WHERE id LIKE 'msg_rplan_gone_%'`);
   await ctx.database.query('ANALYZE messages');
-  await fill('msg_rplan_');
+  await storeSentMessages(ctx, tenant, deviceId, 'msg_rplan_', STORED);
 }, 60_000);
 afterAll(async () => ctx.close());
 
 describe('the referenced message’s look-up under an empty table’s statistics', () => {
   it('reads the one message, not the account’s messages', async () => {
-    let cost: PlanCost = { pages: 0, rows: 0 };
-    const explaining: Queryable = {
-      query: async <T,>(text: string, values?: unknown[]): Promise<T[]> => {
-        cost = await costOf(ctx.database, text, values ?? []);
-        return [];
-      },
-    };
+    const explained = explaining(ctx.database);
     // The oldest of the account's messages: last in a walk of its newest-first index.
-    await getReferenced(explaining, tenant.accountId, 'msg_rplan_000001');
+    await getReferenced(explained, tenant.accountId, 'msg_rplan_000001');
+    const { cost } = explained;
     const found = await getReferenced(ctx.database, tenant.accountId, 'msg_rplan_000001');
     expect(found?.network_message_id).toBe('msg_rplan_1');
     expect(await getReferenced(ctx.database, 'acc_someone_else', 'msg_rplan_000001')).toBeUndefined();
