@@ -17,8 +17,6 @@
  * autovacuum, and its tables stay unanalysed.
  */
 import pg from 'pg';
-// @ts-expect-error: node-postgres' own conversion of a parameter to its text, untyped.
-import { prepareValue } from 'pg/lib/utils.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { BulkFanout } from '../src/messaging/bulk-fanout.js';
@@ -27,7 +25,7 @@ import { claimDue } from '../src/messaging/message-store.js';
 import { applyReceipts, writeOutcomes } from '../src/messaging/outcomes.js';
 import { GENERIC_PLAN_SETTINGS, type Database, type PreparedStatement } from '../src/platform/database.js';
 import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
-import { costOf, type PlanCost } from './plan-cost.js';
+import { costOf, executeSql, type PlanCost } from './plan-cost.js';
 
 const QUEUED = 4_000;
 const TAKEN = 200;
@@ -59,9 +57,7 @@ const on = (client: pg.Client): Db => ({
 function measuring(client: pg.Client, into: (cost: PlanCost) => void): Db {
   return {
     queryPrepared: async <T,>(statement: PreparedStatement): Promise<T[]> => {
-      // A utility statement takes no parameters: the values go in as literals, as node-postgres sends them.
-      const args = statement.values.map((value) => (value === null ? 'NULL' : client.escapeLiteral(String(prepareValue(value))))).join(', ');
-      into(await costOf({ query: async (text) => (await client.query(text)).rows }, `EXECUTE ${statement.name}(${args})`, []));
+      into(await costOf({ query: async (text) => (await client.query(text)).rows }, executeSql(statement.name, statement.values), []));
       return [];
     },
   };

@@ -4,7 +4,10 @@
  * (a join that compares every row of a table with every id shows here as their product). The rows
  * are the same on every run, unlike a time; the pages nearly so.
  */
-import type { Database, PreparedStatement, Queryable } from '../src/platform/database.js';
+import pg from 'pg';
+// @ts-expect-error: node-postgres' own conversion of a parameter to its text, untyped.
+import { prepareValue } from 'pg/lib/utils.js';
+import { GENERIC_PLAN_SETTINGS, type Database, type PreparedStatement, type Queryable } from '../src/platform/database.js';
 
 interface PlanNode {
   'Actual Rows': number;
@@ -46,14 +49,42 @@ export async function costOf(db: Pick<Queryable, 'query'>, text: string, values:
 }
 
 /**
+ * `EXECUTE name(…)` of a prepared statement with `values`. A utility statement takes no
+ * parameters: the values go in as literals, as node-postgres sends them.
+ */
+export function executeSql(name: string, values: unknown[]): string {
+  const args = values.map((value) => (value === null || value === undefined ? 'NULL' : pg.escapeLiteral(String(prepareValue(value)))));
+  return `EXECUTE ${name}(${args.join(', ')})`;
+}
+
+/** GENERIC_PLAN_SETTINGS as `SET LOCAL` statements. */
+const GENERIC_SETTINGS = [...GENERIC_PLAN_SETTINGS.matchAll(/-c (\w+)=(\w+)/g)].map(([, key, value]) => `SET LOCAL ${key} = ${value}`);
+
+/**
+ * costOf for a genericPlan statement, with the plan its connections make: prepared and planned
+ * under GENERIC_PLAN_SETTINGS on the statistics of the moment, then run under EXPLAIN, in one
+ * transaction (so on one connection).
+ */
+export async function genericCostOf(db: Pick<Database, 'transaction'>, statement: Pick<PreparedStatement, 'text' | 'values'>): Promise<PlanCost> {
+  return db.transaction(async (tx) => {
+    for (const setting of GENERIC_SETTINGS) await tx.query(setting);
+    await tx.query(`PREPARE explained_generic AS ${statement.text}`);
+    const cost = await costOf(tx, executeSql('explained_generic', statement.values), []);
+    await tx.query('DEALLOCATE explained_generic');
+    return cost;
+  });
+}
+
+/**
  * A stand-in for a database that runs each statement it is given under costOf on `db` instead
- * (so the statement does run) and returns no rows; `cost` is the last statement's.
+ * (so the statement does run; a genericPlan statement with its generic plan, genericCostOf) and
+ * returns no rows; `cost` is the last statement's.
  */
 export interface Explaining extends Queryable, Pick<Database, 'queryPrepared'> {
   cost: PlanCost;
 }
 
-export function explaining(db: Pick<Queryable, 'query'>): Explaining {
+export function explaining(db: Pick<Database, 'query' | 'transaction'>): Explaining {
   const self: Explaining = {
     cost: { pages: 0, rows: 0 },
     async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
@@ -61,7 +92,7 @@ export function explaining(db: Pick<Queryable, 'query'>): Explaining {
       return [];
     },
     async queryPrepared<T>(statement: PreparedStatement): Promise<T[]> {
-      self.cost = await costOf(db, statement.text, statement.values);
+      self.cost = statement.genericPlan ? await genericCostOf(db, statement) : await costOf(db, statement.text, statement.values);
       return [];
     },
   };

@@ -7,6 +7,13 @@
 -- them by address, a TID scan whatever the statistics say, and no second descent of either
 -- primary key.
 --
+-- The walk locks its queue rows, then each one's message is looked up and locked by its key, in
+-- a LATERAL subquery of its own (OFFSET 0: not merged into a join). As a join, on the statistics
+-- of a messages table analysed with pages and no rows (which the planner takes for one row
+-- however many it holds), the message of each due row was found by a walk of the whole primary
+-- key: a claim of 200 read 58,000 pages among 8,000 messages. A message locked by another
+-- statement (a cancel under way) is skipped, and its queue row with it, as a locked queue row is.
+--
 -- `priority BETWEEN 0 AND ...`: the index is partial on priority >= 0 (migration 0052), which
 -- every row meets; a query must imply it to use the index.
 --
@@ -28,11 +35,14 @@ LANGUAGE plpgsql VOLATILE ROWS 1
 SET enable_bitmapscan = off SET enable_sort = off SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
   RETURN QUERY
-  SELECT q.id, q.ctid, m.ctid FROM message_queue q JOIN messages m ON m.id = q.id
-   WHERE q.device_id = p_device AND q.priority BETWEEN 0 AND p_max_priority AND q.due_at <= now()
-   ORDER BY q.priority, q.due_at, q.id
-   LIMIT p_limit
-   FOR NO KEY UPDATE OF q, m SKIP LOCKED;
+  WITH due AS (
+    SELECT q.id, q.ctid AS queue_row FROM message_queue q
+     WHERE q.device_id = p_device AND q.priority BETWEEN 0 AND p_max_priority AND q.due_at <= now()
+     ORDER BY q.priority, q.due_at, q.id
+     LIMIT p_limit
+       FOR NO KEY UPDATE SKIP LOCKED)
+  SELECT d.id, d.queue_row, x.message_row FROM due d
+   CROSS JOIN LATERAL (SELECT m.ctid AS message_row FROM messages m WHERE m.id = d.id OFFSET 0 FOR NO KEY UPDATE SKIP LOCKED) AS x;
 END
 $$;
 

@@ -10,7 +10,7 @@
 import type { Queryable } from '../platform/database.js';
 import type { MessageRef } from '../network/network.js';
 import { appendEventsSql, type EventType } from '../events/event-store.js';
-import { messageRefOf, REFERENCED_JSON_SQL } from './message-store.js';
+import { messageRefOf, REFERENCED_JSON_SQL, REFERENCED_ROW_SQL } from './message-store.js';
 import type { Referenced } from './message-kinds.js';
 
 export type ActionKind = 'edit' | 'delete' | 'read';
@@ -81,7 +81,7 @@ export async function claimActions(db: Queryable, deviceId: string, limit: numbe
         WHERE a.ctid = ANY (ARRAY(SELECT waygate_due_actions($1, $2)))
        RETURNING a.id, a.action, a.content, a.attempts, a.message_id)
      SELECT c.id, c.action, c.content, c.attempts, ${REFERENCED_JSON_SQL('m')} AS referenced
-       FROM claimed c LEFT JOIN messages m ON m.id = c.message_id
+       FROM claimed c ${REFERENCED_ROW_SQL('c.message_id', 'm')}
       ORDER BY c.id`,
     [deviceId, limit],
   );
