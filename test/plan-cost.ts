@@ -78,13 +78,15 @@ export async function genericCostOf(db: Pick<Database, 'transaction'>, statement
 /**
  * A stand-in for a database that runs each statement it is given under costOf on `db` instead
  * (so the statement does run; a genericPlan statement with its generic plan, genericCostOf) and
- * returns no rows; `cost` is the last statement's.
+ * returns no rows; `cost` is the last statement's. `generic`: every named statement with a generic
+ * plan, the plan PostgreSQL may keep for one after five runs (when it looks no dearer than the
+ * custom plans it made).
  */
 export interface Explaining extends Queryable, Pick<Database, 'queryPrepared'> {
   cost: PlanCost;
 }
 
-export function explaining(db: Pick<Database, 'query' | 'transaction'>): Explaining {
+export function explaining(db: Pick<Database, 'query' | 'transaction'>, options: { generic?: boolean } = {}): Explaining {
   const self: Explaining = {
     cost: { pages: 0, rows: 0 },
     async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
@@ -92,7 +94,7 @@ export function explaining(db: Pick<Database, 'query' | 'transaction'>): Explain
       return [];
     },
     async queryPrepared<T>(statement: PreparedStatement): Promise<T[]> {
-      self.cost = statement.genericPlan ? await genericCostOf(db, statement) : await costOf(db, statement.text, statement.values);
+      self.cost = statement.genericPlan || options.generic ? await genericCostOf(db, statement) : await costOf(db, statement.text, statement.values);
       return [];
     },
   };
