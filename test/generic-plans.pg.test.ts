@@ -114,7 +114,7 @@ async function statusCount(status: string): Promise<number> {
 describe('statements planned on empty tables, run on full ones', () => {
   // In order: each step works on the messages the one before it moved on.
   it('claim, outcome and receipt each read a few pages a message', async () => {
-    let cost: PlanCost = { pages: 0, rows: 0 };
+    let cost: PlanCost = { pages: 0, rows: 0, scanned: {} };
     const keep = (measured: PlanCost): void => {
       cost = measured;
     };
@@ -146,7 +146,7 @@ describe('statements planned on empty tables, run on full ones', () => {
   });
 
   it('a page of contacts, listed or searched, reads the page after an import', async () => {
-    let cost: PlanCost = { pages: 0, rows: 0 };
+    let cost: PlanCost = { pages: 0, rows: 0, scanned: {} };
     const keep = (measured: PlanCost): void => {
       cost = measured;
     };

@@ -19,12 +19,18 @@ interface PlanNode {
   'Local Hit Blocks'?: number;
   'Local Read Blocks'?: number;
   'Subplan Name'?: string;
+  'Relation Name'?: string;
   Plans?: PlanNode[];
 }
 
 export interface PlanCost {
   pages: number;
   rows: number;
+  /**
+   * By table, the rows its scans returned or filtered out: what the statement read of it, apart
+   * from what its joins do in memory with the rows read.
+   */
+  scanned: Record<string, number>;
 }
 
 export async function costOf(db: Pick<Queryable, 'query'>, text: string, values: unknown[]): Promise<PlanCost> {
@@ -45,7 +51,15 @@ export async function costOf(db: Pick<Queryable, 'query'>, text: string, values:
   // A data-modifying CTE the main query does not read runs after it, outside its count: each CTE
   // is added (one another reads is then counted twice, so this is a bound from above).
   const ctes = (top.Plans ?? []).filter((child) => child['Subplan Name']?.startsWith('CTE '));
-  return { pages: pages(top) + ctes.reduce((sum, cte) => sum + pages(cte), 0), rows: rows(top) };
+  const scanned: Record<string, number> = {};
+  const scans = (node: PlanNode): void => {
+    const table = node['Relation Name'];
+    // A ModifyTable node names its table too; its rows are the scans' below it.
+    if (table && !('Operation' in node)) scanned[table] = (scanned[table] ?? 0) + (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
+    for (const child of node.Plans ?? []) scans(child);
+  };
+  scans(top);
+  return { pages: pages(top) + ctes.reduce((sum, cte) => sum + pages(cte), 0), rows: rows(top), scanned };
 }
 
 /**
@@ -88,7 +102,7 @@ export interface Explaining extends Queryable, Pick<Database, 'queryPrepared'> {
 
 export function explaining(db: Pick<Database, 'query' | 'transaction'>, options: { generic?: boolean } = {}): Explaining {
   const self: Explaining = {
-    cost: { pages: 0, rows: 0 },
+    cost: { pages: 0, rows: 0, scanned: {} },
     async query<T>(text: string, values: unknown[] = []): Promise<T[]> {
       self.cost = await costOf(db, text, values);
       return [];

@@ -263,7 +263,7 @@ function webhookBody(delivery: ClaimedRow): string {
 function judge(delivery: ClaimedRow, answer: Answer, schedule: number[]): OutcomeRecord {
   const { statusCode, error } = answer;
   const attempts = delivery.attempts + 1;
-  const base = { id: delivery.id, attempts, statusCode, error, latencyMs: answer.latencyMs, excerpt: answer.excerpt, attemptedAt: answer.attemptedAt };
+  const base = { id: delivery.id, address: delivery.address, attempts, statusCode, error, latencyMs: answer.latencyMs, excerpt: answer.excerpt, attemptedAt: answer.attemptedAt };
   webhookAttemptSeconds.observe(answer.latencyMs / 1000);
   if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
     webhookAttempts.inc({ result: 'delivered' });

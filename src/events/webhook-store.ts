@@ -70,6 +70,8 @@ export interface AttemptRow {
 /** A delivery claimed by the worker: what one attempt needs, in one row. */
 export interface ClaimedRow extends SecretRow {
   id: string;
+  /** Where the claim left the row (its ctid): its outcome updates it there while the claim holds. */
+  address: string;
   endpoint_id: string;
   attempts: number;
   event_id: string;
@@ -85,6 +87,8 @@ export interface ClaimedRow extends SecretRow {
 /** The result of one attempt, as the worker records it. */
 export interface OutcomeRecord {
   id: string;
+  /** The delivery's address as claimed (ClaimedRow.address). */
+  address: string;
   status: DeliveryStatus;
   attempts: number;
   nextAttemptAt: Date | null;
@@ -315,9 +319,13 @@ export interface ClaimRequest {
   leaseMs: number;
 }
 
-/** The due deliveries of one endpoint (eps.id), of one kind, oldest due first, up to its room. */
+/**
+ * The due deliveries of one endpoint (eps.id), of one kind, oldest due first, up to its room,
+ * locked, with the address (ctid) each was locked at: a locked row is the newest version and
+ * cannot move until the claim's transaction ends, so the claim updates it there, a TID scan.
+ */
 const dueOf = (attempts: string): string =>
-  `SELECT id FROM webhook_deliveries
+  `SELECT id, ctid AS address FROM webhook_deliveries
     WHERE endpoint_id = eps.id AND status = 'PENDING' AND ${attempts} AND next_attempt_at <= now()
       AND (claimed_until IS NULL OR claimed_until < now())
     ORDER BY next_attempt_at LIMIT eps.room FOR UPDATE SKIP LOCKED`;
@@ -325,7 +333,12 @@ const dueOf = (attempts: string): string =>
 /**
  * Leases up to `limit` due deliveries of active endpoints, each endpoint as many as it has room for
  * (perEndpoint minus its requests in flight), taking its first attempts and its retries in turn, so
- * a fresh event never waits behind the endpoint's backlog of retries.
+ * a fresh event never waits behind the endpoint's backlog of retries. No plan of it reads more of
+ * the deliveries, events or endpoints than the rows it claims, whatever their statistics: the
+ * claimed rows are updated by address, and each one's event and endpoint are key look-ups of
+ * their own (LATERAL, OFFSET 0: not merged into joins). Joined, on the statistics of a delivery
+ * log analysed with pages and no rows (pruned, then autovacuum), the update hashed the whole table
+ * for each claim.
  */
 export async function claimDue(db: Queryable, request: ClaimRequest): Promise<ClaimedRow[]> {
   const held = [...request.inFlight];
@@ -335,18 +348,22 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
          LEFT JOIN unnest($2::text[], $6::int[]) AS f(id, n) ON f.id = w.id
         WHERE w.active AND $3 - COALESCE(f.n, 0) > 0),
      picked AS (
-       SELECT d.id FROM eps CROSS JOIN LATERAL (
-         SELECT id FROM (
-           SELECT id, row_number() OVER () AS turn FROM (${dueOf('attempts = 0')}) fresh
+       SELECT d.address FROM eps CROSS JOIN LATERAL (
+         SELECT address FROM (
+           SELECT address, row_number() OVER () AS turn FROM (${dueOf('attempts = 0')}) fresh
            UNION ALL
-           SELECT id, row_number() OVER () AS turn FROM (${dueOf('attempts > 0')}) retry) both_kinds
+           SELECT address, row_number() OVER () AS turn FROM (${dueOf('attempts > 0')}) retry) both_kinds
           ORDER BY turn LIMIT eps.room) AS d
-       LIMIT $4)
-     UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + $5 * interval '1 millisecond'
-       FROM picked p, events e, webhook_endpoints w
-      WHERE d.id = p.id AND e.id = d.event_id AND w.id = d.endpoint_id
-     RETURNING d.id, d.endpoint_id, d.attempts, e.id AS event_id, e.seq, e.type, e.data::text AS data, e.created_at,
-               w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`,
+       LIMIT $4),
+     claimed AS (
+       UPDATE webhook_deliveries d SET claimed_by = $1, claimed_until = now() + $5 * interval '1 millisecond'
+        WHERE d.ctid = ANY (ARRAY(SELECT address FROM picked))
+       RETURNING d.id, d.ctid::text AS address, d.endpoint_id, d.attempts, d.event_id)
+     SELECT c.id, c.address, c.endpoint_id, c.attempts, e.id AS event_id, e.seq, e.type, e.data::text AS data, e.created_at,
+            w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
+       FROM claimed c
+      CROSS JOIN LATERAL (SELECT e.id, e.seq, e.type, e.data, e.created_at FROM events e WHERE e.id = c.event_id OFFSET 0) AS e
+      CROSS JOIN LATERAL (SELECT w.url, w.secret, w.previous_secret, w.previous_secret_expires_at FROM webhook_endpoints w WHERE w.id = c.endpoint_id OFFSET 0) AS w`,
     [request.workerId, held.map(([id]) => id), request.perEndpoint, request.limit, request.leaseMs, held.map(([, n]) => n)],
   );
 }
@@ -356,18 +373,27 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
  * still holds its claim), its attempt, and each endpoint's health (failed attempts since the last
  * success, the last success and failure), turning off those that answered 410 Gone. The endpoint
  * rows are locked in id order, so batches recorded at once by several workers never deadlock.
+ * Each delivery is updated at the address its claim left it (a TID scan), with no look-up:
+ * joined by id, on a delivery log analysed with pages and no rows (which the planner takes for
+ * one row however many it holds), the update walked the whole table, and a key look-up of its own
+ * could be served by any index that holds the id. While the claim holds, nothing else updates the
+ * row; a row claimed since by another worker has moved, and the version at the old address is no
+ * longer visible, so it is not updated (nor is another row that took that address: its id differs).
+ * That id check compares bytes (COLLATE "C"), which no index (all in the database's collation)
+ * can serve: as an id comparison an index could serve, it made a walk of the primary key a way to
+ * the rows again.
  */
 export async function recordOutcomes(db: Queryable, workerId: string, batch: OutcomeRecord[]): Promise<void> {
   await db.query(
     `WITH o AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[])
-         AS o(id, status, attempts, next_attempt_at, status_code, error, latency_ms, excerpt, attempted_at)),
+       SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $12::tid[])
+         AS o(id, status, attempts, next_attempt_at, status_code, error, latency_ms, excerpt, attempted_at, address)),
      upd AS (
        UPDATE webhook_deliveries d SET status = o.status, attempts = o.attempts, next_attempt_at = o.next_attempt_at,
               last_status_code = o.status_code, last_error = CASE WHEN o.status = 'SUCCEEDED' THEN NULL ELSE o.error END,
               delivered_at = CASE WHEN o.status = 'SUCCEEDED' THEN o.attempted_at ELSE d.delivered_at END,
               ${CLEAR_CLAIM}
-         FROM o WHERE d.id = o.id AND d.claimed_by = $10
+         FROM o WHERE d.ctid = ANY ($12::tid[]) AND d.ctid = o.address AND d.id = o.id COLLATE "C" AND d.claimed_by = $10
        RETURNING d.id, d.endpoint_id),
      attempts AS (
        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
@@ -411,6 +437,7 @@ export async function recordOutcomes(db: Queryable, workerId: string, batch: Out
       batch.map((o) => o.attemptedAt),
       workerId,
       [...new Set(batch.map((o) => o.gone).filter((id): id is string => id !== null))],
+      batch.map((o) => o.address),
     ],
   );
 }
