@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDue } from '../src/messaging/message-store.js';
 import { applyReceipts, writeOutcomes } from '../src/messaging/outcomes.js';
-import { createAppWithDevice, storeSentMessages, type Tenant, type TestContext } from './helpers.js';
+import { createAppWithDevice, emptyMessagesStatistics, queueMessages, storeSentMessages, type Tenant, type TestContext } from './helpers.js';
 import { explaining } from './plan-cost.js';
 
 const STORED = 4_000;
@@ -25,22 +25,11 @@ let deviceId: string;
 let claimed: { id: string; networkMessageId: string }[];
 beforeAll(async () => {
   ({ ctx, tenant, deviceId } = await createAppWithDevice('Emptied plans'));
-  // Statistics of a messages table that had rows and has none: its pages are still there.
-  await storeSentMessages(ctx, tenant, deviceId, 'msg_eplan_gone_', STORED);
-  await ctx.database.query(`DELETE FROM messages WHERE id LIKE 'msg_eplan_gone_%'`);
-  await ctx.database.query('ANALYZE messages');
+  await emptyMessagesStatistics(ctx, tenant, deviceId, 'msg_eplan_gone_', STORED);
   // The device's other messages, then TAKEN queued ones, claimed as the worker does (the device
   // is not linked, so nothing else claims them).
   await storeSentMessages(ctx, tenant, deviceId, 'msg_eplan_', STORED);
-  await ctx.database.query(
-    `WITH m AS (
-       INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority)
-       SELECT 'msg_eplan_queued_' || lpad(n::text, 6, '0'), $1, $2, 'out', '62813' || lpad(n::text, 8, '0'), 'TEXT', 'queued', 'QUEUED', 'EPLAN_QUEUED' || n, 1
-         FROM generate_series(1, $3::int) AS n
-       RETURNING id, device_id, priority)
-     INSERT INTO message_queue (id, device_id, priority, due_at) SELECT id, device_id, priority, now() - interval '1 minute' FROM m`,
-    [tenant.accountId, deviceId, TAKEN],
-  );
+  await queueMessages(ctx, tenant, deviceId, 'msg_eplan_queued_', TAKEN);
   const byDevice = await claimDue(ctx.database, WORKER, [{ deviceId, limit: TAKEN, onlyDirect: false }]);
   claimed = (byDevice.get(deviceId) ?? []).map((m) => ({ id: m.id, networkMessageId: m.networkMessageId }));
   expect(claimed).toHaveLength(TAKEN);

@@ -134,6 +134,35 @@ export async function storeSentMessages(ctx: TestContext, tenant: Tenant, device
   );
 }
 
+/**
+ * Leaves messages with the statistics of a table that had rows and has none (its pages are still
+ * there; the planner then takes it for one row however many it holds): `count` messages stored
+ * with ids `prefix`…, deleted, and the table analysed.
+ */
+export async function emptyMessagesStatistics(ctx: TestContext, tenant: Tenant, deviceId: string, prefix: string, count: number): Promise<void> {
+  await storeSentMessages(ctx, tenant, deviceId, prefix, count);
+  await ctx.database.query(`DELETE FROM messages WHERE id LIKE $1 || '%'`, [prefix]);
+  await ctx.database.query('ANALYZE messages');
+}
+
+/**
+ * Stores `count` QUEUED messages of the tenant's device, due a minute ago, with their queue rows:
+ * ids `prefix` and a six-digit number from 000001, network ids `prefix` and the number; each a
+ * reply to the message `replyToPrefix` and the same six digits, where given.
+ */
+export async function queueMessages(ctx: TestContext, tenant: Tenant, deviceId: string, prefix: string, count: number, replyToPrefix?: string): Promise<void> {
+  await ctx.database.query(
+    `WITH m AS (
+       INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority, reply_to)
+       SELECT $4 || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'queued', 'QUEUED', $4 || n, 1,
+              $5 || lpad(n::text, 6, '0')
+         FROM generate_series(1, $3::int) AS n
+       RETURNING id, device_id, priority)
+     INSERT INTO message_queue (id, device_id, priority, due_at) SELECT id, device_id, priority, now() - interval '1 minute' FROM m`,
+    [tenant.accountId, deviceId, count, prefix, replyToPrefix ?? null],
+  );
+}
+
 /** A random valid E.164 number (Indonesia, +62 8xx), different on every call. */
 export function randomPhone(): string {
   return `628${String(100_000_000 + Math.floor(Math.random() * 899_999_999))}`;

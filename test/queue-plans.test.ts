@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDue } from '../src/messaging/message-store.js';
 import { DEQUEUE_SQL } from '../src/messaging/queue-store.js';
-import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
+import { createAppWithDevice, queueMessages, type Tenant, type TestContext } from './helpers.js';
 import { costOf, explaining } from './plan-cost.js';
 
 const QUEUED = 4_000;
@@ -28,15 +28,7 @@ beforeAll(async () => {
   );
   await ctx.database.query(`DELETE FROM message_queue WHERE device_id = 'dev_qplan_gone'`);
   await ctx.database.query('ANALYZE message_queue');
-  await ctx.database.query(
-    `WITH m AS (
-       INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority)
-       SELECT 'msg_qplan_' || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'queued', 'QUEUED', 'QPLAN' || n, 1
-         FROM generate_series(1, $3::int) AS n
-       RETURNING id, device_id, priority)
-     INSERT INTO message_queue (id, device_id, priority, due_at) SELECT id, device_id, priority, now() - interval '1 minute' FROM m`,
-    [tenant.accountId, deviceId, QUEUED],
-  );
+  await queueMessages(ctx, tenant, deviceId, 'msg_qplan_', QUEUED);
 }, 60_000);
 afterAll(async () => ctx.close());
 

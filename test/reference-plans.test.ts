@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimActions } from '../src/messaging/action-store.js';
 import { claimDue, getReferenced } from '../src/messaging/message-store.js';
-import { createAppWithDevice, storeSentMessages, type Tenant, type TestContext } from './helpers.js';
+import { createAppWithDevice, emptyMessagesStatistics, queueMessages, storeSentMessages, type Tenant, type TestContext } from './helpers.js';
 import { explaining } from './plan-cost.js';
 
 const STORED = 4_000;
@@ -22,23 +22,11 @@ let tenant: Tenant;
 let deviceId: string;
 beforeAll(async () => {
   ({ ctx, tenant, deviceId } = await createAppWithDevice('Reference plans'));
-  // Statistics of a messages table that had rows and has none: its pages are still there.
-  await storeSentMessages(ctx, tenant, deviceId, 'msg_rplan_gone_', STORED);
-  await ctx.database.query(`DELETE FROM messages WHERE id LIKE 'msg_rplan_gone_%'`);
-  await ctx.database.query('ANALYZE messages');
+  await emptyMessagesStatistics(ctx, tenant, deviceId, 'msg_rplan_gone_', STORED);
   await storeSentMessages(ctx, tenant, deviceId, 'msg_rplan_', STORED);
   // Replies to the oldest of them, queued, and edits of them, due (the device is not linked, so
   // nothing claims either meanwhile). One more of each than a test claims under EXPLAIN.
-  await ctx.database.query(
-    `WITH m AS (
-       INSERT INTO messages (id, account_id, device_id, direction, peer, type, content, status, network_message_id, priority, reply_to)
-       SELECT 'msg_rplan_reply_' || lpad(n::text, 6, '0'), $1, $2, 'out', '62812' || lpad(n::text, 8, '0'), 'TEXT', 'a reply', 'QUEUED', 'RPLAN_REPLY' || n, 1,
-              'msg_rplan_' || lpad(n::text, 6, '0')
-         FROM generate_series(1, $3::int) AS n
-       RETURNING id, device_id, priority)
-     INSERT INTO message_queue (id, device_id, priority, due_at) SELECT id, device_id, priority, now() - interval '1 minute' FROM m`,
-    [tenant.accountId, deviceId, REPLIES + 1],
-  );
+  await queueMessages(ctx, tenant, deviceId, 'msg_rplan_reply_', REPLIES + 1, 'msg_rplan_');
   await ctx.database.query(
     `INSERT INTO message_actions (account_id, device_id, message_id, action, content, due_at)
      SELECT $1, $2, 'msg_rplan_' || lpad(n::text, 6, '0'), 'edit', 'edited', now() - interval '1 minute' FROM generate_series(1, $3::int) AS n`,
