@@ -325,7 +325,7 @@ export interface ClaimRequest {
  * cannot move until the claim's transaction ends, so the claim updates it there, a TID scan.
  */
 const dueOf = (attempts: string): string =>
-  `SELECT id, ctid AS address FROM webhook_deliveries
+  `SELECT ctid AS address FROM webhook_deliveries
     WHERE endpoint_id = eps.id AND status = 'PENDING' AND ${attempts} AND next_attempt_at <= now()
       AND (claimed_until IS NULL OR claimed_until < now())
     ORDER BY next_attempt_at LIMIT eps.room FOR UPDATE SKIP LOCKED`;
@@ -379,6 +379,8 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
  * could be served by any index that holds the id. While the claim holds, nothing else updates the
  * row; a row claimed since by another worker has moved, and the version at the old address is no
  * longer visible, so it is not updated (nor is another row that took that address: its id differs).
+ * A rewrite of the table in between (VACUUM FULL) moves every row: those outcomes are then not
+ * recorded, the claims run out, and the deliveries are sent again (at least once, as ever).
  * That id check compares bytes (COLLATE "C"), which no index (all in the database's collation)
  * can serve: as an id comparison an index could serve, it made a walk of the primary key a way to
  * the rows again.
