@@ -74,17 +74,22 @@ export function executeSql(name: string, values: unknown[]): string {
 /** GENERIC_PLAN_SETTINGS as `SET LOCAL` statements. */
 const GENERIC_SETTINGS = [...GENERIC_PLAN_SETTINGS.matchAll(/-c (\w+)=(\w+)/g)].map(([, key, value]) => `SET LOCAL ${key} = ${value}`);
 
+let explainedStatements = 0;
+
 /**
  * costOf for a genericPlan statement, with the plan its connections make: prepared and planned
  * under GENERIC_PLAN_SETTINGS on the statistics of the moment, then run under EXPLAIN, in one
- * transaction (so on one connection).
+ * transaction (so on one connection). A prepared statement outlives a rolled-back transaction on
+ * its connection, so each has a name of its own: one left behind by a failed run is in no later
+ * one's way.
  */
 export async function genericCostOf(db: Pick<Database, 'transaction'>, statement: Pick<PreparedStatement, 'text' | 'values'>): Promise<PlanCost> {
+  const name = `explained_generic_${++explainedStatements}`;
   return db.transaction(async (tx) => {
     for (const setting of GENERIC_SETTINGS) await tx.query(setting);
-    await tx.query(`PREPARE explained_generic AS ${statement.text}`);
-    const cost = await costOf(tx, executeSql('explained_generic', statement.values), []);
-    await tx.query('DEALLOCATE explained_generic');
+    await tx.query(`PREPARE ${name} AS ${statement.text}`);
+    const cost = await costOf(tx, executeSql(name, statement.values), []);
+    await tx.query(`DEALLOCATE ${name}`);
     return cost;
   });
 }

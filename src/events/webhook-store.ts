@@ -373,17 +373,18 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
  * still holds its claim), its attempt, and each endpoint's health (failed attempts since the last
  * success, the last success and failure), turning off those that answered 410 Gone. The endpoint
  * rows are locked in id order, so batches recorded at once by several workers never deadlock.
+ *
  * Each delivery is updated at the address its claim left it (a TID scan), with no look-up:
  * joined by id, on a delivery log analysed with pages and no rows (which the planner takes for
  * one row however many it holds), the update walked the whole table, and a key look-up of its own
  * could be served by any index that holds the id. While the claim holds, nothing else updates the
  * row; a row claimed since by another worker has moved, and the version at the old address is no
- * longer visible, so it is not updated (nor is another row that took that address: its id differs).
- * A rewrite of the table in between (VACUUM FULL) moves every row: those outcomes are then not
- * recorded, the claims run out, and the deliveries are sent again (at least once, as ever).
- * That id check compares bytes (COLLATE "C"), which no index (all in the database's collation)
- * can serve: as an id comparison an index could serve, it made a walk of the primary key a way to
- * the rows again.
+ * longer visible, so it is not updated (nor is another row that took that address: its id
+ * differs). That id check compares bytes (COLLATE "C"), which no index (all in the database's
+ * collation) can serve: an id comparison an index could serve made a walk of the primary key a
+ * way to the rows again. A rewrite of the table in between (VACUUM FULL) moves every row: those
+ * outcomes are then not recorded, the claims run out, and the deliveries are sent again (at
+ * least once, as ever).
  */
 export async function recordOutcomes(db: Queryable, workerId: string, batch: OutcomeRecord[]): Promise<void> {
   await db.query(
