@@ -142,6 +142,18 @@ describe('SQL record functions equal the API', () => {
     expect(await typeOid()).toBe(before);
   });
 
+  it("keeps waygate_message_record's attributes in jsonb's order of keys, so to_jsonb finds them sorted", async () => {
+    const rows = await ctx.database.query<{ attributes: string[]; keys: string[] }>(
+      `SELECT (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
+                WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) AS attributes,
+              (SELECT array_agg(k) FROM jsonb_object_keys(waygate_message_json(m)) AS k) AS keys
+         FROM pg_type t, (SELECT * FROM messages LIMIT 1) AS m
+        WHERE t.typname = 'waygate_message_record' AND t.typnamespace = current_schema()::regnamespace`,
+    );
+    expect(rows[0]!.attributes).toHaveLength(Object.keys(MessageSchema.properties).length);
+    expect(rows[0]!.attributes).toStrictEqual(rows[0]!.keys);
+  });
+
   it('waygate_job_json equals GET /messages/bulk-jobs/:id and the listing', async () => {
     const answers: Json[] = [];
     const listed = expectOk<{ data: Json[] }>(await call(ctx, tenant, 'GET', '/messages/bulk-jobs?limit=100')).data;

@@ -18,18 +18,20 @@ $$;
 
 -- The record's fields as a row type, for waygate_message_json's to_jsonb(ROW(...)): the keys come
 -- from the type, and a NULL field is written without a look-up (jsonb_build_object looks up the
--- type of each of its 64 arguments on every call). Its attributes are in the order of that ROW.
+-- type of each of its 64 arguments on every call). Its attributes are in the order of that ROW,
+-- which is jsonb's order of keys (shorter first, then bytewise): to_jsonb sorts an object's keys,
+-- and its sort finds keys already in order in one pass (a quarter of the payload's cost).
 -- A type cannot be replaced, and a running statement may be using it: it is dropped and created
 -- again only when `wanted` differs from what the database has (written as quote_ident and
 -- format_type write it, else it would be re-created on every start; the record-contract test
 -- checks it is not).
 DO $$
 DECLARE
-  wanted CONSTANT text := 'id text, direction text, "deviceId" text, "jobId" text, "to" text, "from" text, "fromLid" text, '
-    'type text, content text, "mediaUrl" text, status text, attempts integer, error jsonb, '
-    '"scheduledAt" text, "createdAt" text, "queuedAt" text, "sentAt" text, "deliveredAt" text, "readAt" text, '
-    '"failedAt" text, "cancelledAt" text, "receivedAt" text, media jsonb, location jsonb, contacts jsonb, poll jsonb, '
-    'reaction jsonb, "replyTo" text, mentions jsonb, "editedAt" text, "deletedAt" text, "chatId" text';
+  wanted CONSTANT text := 'id text, "to" text, "from" text, poll jsonb, type text, error jsonb, "jobId" text, media jsonb, '
+    '"chatId" text, "readAt" text, "sentAt" text, status text, content text, "fromLid" text, "replyTo" text, '
+    'attempts integer, contacts jsonb, "deviceId" text, "editedAt" text, "failedAt" text, location jsonb, '
+    '"mediaUrl" text, mentions jsonb, "queuedAt" text, reaction jsonb, "createdAt" text, "deletedAt" text, '
+    'direction text, "receivedAt" text, "cancelledAt" text, "deliveredAt" text, "scheduledAt" text';
   current text;
 BEGIN
   SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) INTO current
@@ -43,16 +45,12 @@ END $$;
 
 CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
   SELECT to_jsonb(ROW(
-    m.id, m.direction, m.device_id, m.job_id,
-    CASE WHEN m.direction = 'out' THEN m.peer END, CASE WHEN m.direction = 'in' THEN m.peer END, m.peer_lid,
-    m.type, m.content, m.media_url, m.status, m.attempts,
+    m.id, CASE WHEN m.direction = 'out' THEN m.peer END, CASE WHEN m.direction = 'in' THEN m.peer END,
+    CASE WHEN m.payload ? 'poll' THEN waygate_poll_json(m.payload->'poll') END, m.type,
     CASE WHEN m.error_code IS NULL THEN NULL ELSE jsonb_build_object('code', m.error_code, 'message', COALESCE(m.error_message, '')) END,
-    waygate_ts(m.scheduled_at), waygate_ts(m.created_at), waygate_ts(m.queued_at),
-    waygate_ts(m.sent_at), waygate_ts(m.delivered_at), waygate_ts(m.read_at),
-    waygate_ts(m.failed_at), waygate_ts(m.cancelled_at), waygate_ts(m.received_at),
-    m.media, m.payload->'location', m.payload->'contacts',
-    CASE WHEN m.payload ? 'poll' THEN waygate_poll_json(m.payload->'poll') END,
-    m.payload->'reaction', m.reply_to, to_jsonb(m.mentions),
-    waygate_ts(m.edited_at), waygate_ts(m.deleted_at),
-    COALESCE(m.chat_id, m.peer))::waygate_message_record)
+    m.job_id, m.media, COALESCE(m.chat_id, m.peer), waygate_ts(m.read_at), waygate_ts(m.sent_at), m.status, m.content,
+    m.peer_lid, m.reply_to, m.attempts, m.payload->'contacts', m.device_id, waygate_ts(m.edited_at), waygate_ts(m.failed_at),
+    m.payload->'location', m.media_url, to_jsonb(m.mentions), waygate_ts(m.queued_at), m.payload->'reaction',
+    waygate_ts(m.created_at), waygate_ts(m.deleted_at), m.direction, waygate_ts(m.received_at), waygate_ts(m.cancelled_at),
+    waygate_ts(m.delivered_at), waygate_ts(m.scheduled_at))::waygate_message_record)
 $$;
