@@ -134,21 +134,21 @@ describe('SQL record functions equal the API', () => {
     expectCoverage(MessageSchema, answers);
   });
 
-  it('keeps waygate_message_record when the repeatable SQL runs again: a running statement may be using it', async () => {
+  it('keeps waygate_message_fields when the repeatable SQL runs again: a running statement may be using it', async () => {
     const typeOid = async (): Promise<number> =>
-      (await ctx.database.query<{ oid: number }>(`SELECT 'waygate_message_record'::regtype::oid::int AS oid`))[0]!.oid;
+      (await ctx.database.query<{ oid: number }>(`SELECT 'waygate_message_fields'::regtype::oid::int AS oid`))[0]!.oid;
     const before = await typeOid();
     await runMigrations(ctx.database);
     expect(await typeOid()).toBe(before);
   });
 
-  it("keeps waygate_message_record's attributes in jsonb's order of keys, so to_jsonb finds them sorted", async () => {
+  it("keeps waygate_message_fields's attributes in jsonb's order of keys, so to_jsonb finds them sorted", async () => {
     const rows = await ctx.database.query<{ attributes: string[]; keys: string[] }>(
       `SELECT (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
                 WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) AS attributes,
               (SELECT array_agg(k) FROM jsonb_object_keys(waygate_message_json(m)) AS k) AS keys
          FROM pg_type t, (SELECT * FROM messages LIMIT 1) AS m
-        WHERE t.typname = 'waygate_message_record' AND t.typnamespace = current_schema()::regnamespace`,
+        WHERE t.typname = 'waygate_message_fields' AND t.typnamespace = current_schema()::regnamespace`,
     );
     expect(rows[0]!.attributes).toHaveLength(Object.keys(MessageSchema.properties).length);
     expect(rows[0]!.attributes).toStrictEqual(rows[0]!.keys);

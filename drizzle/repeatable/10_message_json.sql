@@ -24,7 +24,9 @@ $$;
 -- A type cannot be replaced, and a running statement may be using it: it is dropped and created
 -- again only when `wanted` differs from what the database has (written as quote_ident and
 -- format_type write it, else it would be re-created on every start; the record-contract test
--- checks it is not).
+-- checks it is not). It replaced waygate_message_record (the same fields in the API's order): a
+-- new name, so that re-creating it never drops a type that a running statement of an earlier
+-- build uses; a database upgraded from such a build keeps that type for it.
 DO $$
 DECLARE
   wanted CONSTANT text := 'id text, "to" text, "from" text, poll jsonb, type text, error jsonb, "jobId" text, media jsonb, '
@@ -36,10 +38,10 @@ DECLARE
 BEGIN
   SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) INTO current
     FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
-   WHERE t.typname = 'waygate_message_record' AND t.typnamespace = current_schema()::regnamespace;
+   WHERE t.typname = 'waygate_message_fields' AND t.typnamespace = current_schema()::regnamespace;
   IF current IS DISTINCT FROM wanted THEN
-    DROP TYPE IF EXISTS waygate_message_record;
-    EXECUTE 'CREATE TYPE waygate_message_record AS (' || wanted || ')';
+    DROP TYPE IF EXISTS waygate_message_fields;
+    EXECUTE 'CREATE TYPE waygate_message_fields AS (' || wanted || ')';
   END IF;
 END $$;
 
@@ -52,5 +54,5 @@ CREATE OR REPLACE FUNCTION waygate_message_json(m messages) RETURNS jsonb LANGUA
     m.peer_lid, m.reply_to, m.attempts, m.payload->'contacts', m.device_id, waygate_ts(m.edited_at), waygate_ts(m.failed_at),
     m.payload->'location', m.media_url, to_jsonb(m.mentions), waygate_ts(m.queued_at), m.payload->'reaction',
     waygate_ts(m.created_at), waygate_ts(m.deleted_at), m.direction, waygate_ts(m.received_at), waygate_ts(m.cancelled_at),
-    waygate_ts(m.delivered_at), waygate_ts(m.scheduled_at))::waygate_message_record)
+    waygate_ts(m.delivered_at), waygate_ts(m.scheduled_at))::waygate_message_fields)
 $$;
