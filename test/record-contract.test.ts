@@ -146,7 +146,7 @@ describe('SQL record functions equal the API', () => {
     const rows = await ctx.database.query<{ attributes: string[]; keys: string[] }>(
       `SELECT (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
                 WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) AS attributes,
-              (SELECT array_agg(k) FROM jsonb_object_keys(waygate_message_json(m)) AS k) AS keys
+              (SELECT array_agg(k ORDER BY n) FROM jsonb_object_keys(waygate_message_json(m)) WITH ORDINALITY AS o(k, n)) AS keys
          FROM pg_type t, (SELECT * FROM messages LIMIT 1) AS m
         WHERE t.typname = 'waygate_message_fields' AND t.typnamespace = current_schema()::regnamespace`,
     );
