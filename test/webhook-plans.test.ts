@@ -6,7 +6,7 @@
  * of each table, pages and plan rows are counted (plan-cost.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimDue, recordOutcomes } from '../src/events/webhook-store.js';
+import { claimDue, recordOutcomes, type OutcomeRecord } from '../src/events/webhook-store.js';
 import { createTenant, createTestApp, json, type Tenant, type TestContext } from './helpers.js';
 import { explaining } from './plan-cost.js';
 
@@ -47,6 +47,11 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => ctx.close());
 
+/** A first attempt of delivery `row` (as claimed) that succeeded at `attemptedAt`. */
+function succeeded(row: { id: string; address: string }, attemptedAt = new Date()): OutcomeRecord {
+  return { id: row.id, address: row.address, status: 'SUCCEEDED', attempts: 1, nextAttemptAt: null, statusCode: 200, error: null, latencyMs: 5, excerpt: null, attemptedAt, gone: null };
+}
+
 async function count(where: string): Promise<number> {
   const [row] = await ctx.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE ${where}`, [WORKER]);
   return row!.n;
@@ -73,11 +78,7 @@ describe('webhook deliveries under an emptied table’s statistics', () => {
     const claimed = await ctx.database.query<{ id: string; address: string }>('SELECT id, ctid::text AS address FROM webhook_deliveries WHERE claimed_by = $1', [WORKER]);
     const at = new Date();
     const explained = explaining(ctx.database);
-    await recordOutcomes(
-      explained,
-      WORKER,
-      claimed.map(({ id, address }) => ({ id, address, status: 'SUCCEEDED', attempts: 1, nextAttemptAt: null, statusCode: 200, error: null, latencyMs: 5, excerpt: null, attemptedAt: at, gone: null })),
-    );
+    await recordOutcomes(explained, WORKER, claimed.map((row) => succeeded(row, at)));
     const { cost } = explained;
     expect(await count(`status = 'SUCCEEDED' AND id LIKE 'whd_wplan_%' AND $1 <> ''`)).toBe(TAKEN);
     // The 200 deliveries read at their addresses. Joined by id, the update read the whole table:
@@ -92,9 +93,6 @@ describe('webhook deliveries under an emptied table’s statistics', () => {
       const [row] = await claimDue(ctx.database, { workerId, limit: 1, perEndpoint: 1, inFlight: new Map(), leaseMs: 60_000 });
       return row!;
     };
-    const outcome = (row: { id: string; address: string }) => ({
-      id: row.id, address: row.address, status: 'SUCCEEDED' as const, attempts: 1, nextAttemptAt: null, statusCode: 200, error: null, latencyMs: 5, excerpt: null, attemptedAt: new Date(), gone: null,
-    });
     const first = await claimAs('worker-wplan-a');
     // Its lease runs out, and another worker claims the delivery (the row moves); due before the
     // backlog, so it is the one claimed next.
@@ -106,9 +104,9 @@ describe('webhook deliveries under an emptied table’s statistics', () => {
     expect(second.id).toBe(first.id);
     expect(second.address).not.toBe(first.address);
     const state = async () => (await ctx.database.query<{ status: string; claimed_by: string | null; attempts: number }>('SELECT status, claimed_by, attempts FROM webhook_deliveries WHERE id = $1', [first.id]))[0];
-    await recordOutcomes(ctx.database, 'worker-wplan-a', [outcome(first)]);
+    await recordOutcomes(ctx.database, 'worker-wplan-a', [succeeded(first)]);
     expect(await state()).toEqual({ status: 'PENDING', claimed_by: 'worker-wplan-b', attempts: 0 });
-    await recordOutcomes(ctx.database, 'worker-wplan-b', [outcome(second)]);
+    await recordOutcomes(ctx.database, 'worker-wplan-b', [succeeded(second)]);
     expect(await state()).toEqual({ status: 'SUCCEEDED', claimed_by: null, attempts: 1 });
   });
 });
