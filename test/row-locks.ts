@@ -42,3 +42,26 @@ export async function whileRowHeld<T>(pool: pg.Pool, table: 'messages' | 'bulk_j
     prober.release();
   }
 }
+
+/**
+ * Changes row `id` of `table` (SET `set`) in a transaction left open while `run` starts; once
+ * something waits for it, commits the change and returns `run`'s result. The waiting statement's
+ * snapshot was taken before the change committed, so the newest version it then locks is one its
+ * snapshot cannot see.
+ */
+export async function whileRowChanged<T>(pool: pg.Pool, table: 'messages' | 'bulk_jobs', id: string, set: string, run: () => Promise<T>): Promise<T> {
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`UPDATE ${table} SET ${set} WHERE id = $1`, [id]);
+    const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const result = run();
+    result.catch(() => undefined);
+    await blockedBy(pool, pid);
+    await holder.query('COMMIT');
+    return await result;
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    holder.release();
+  }
+}

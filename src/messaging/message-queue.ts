@@ -96,8 +96,24 @@ function pumpOf<T>(pumps: Map<string, BatchPump<T>>, accountId: string, make: ()
   return pump;
 }
 
-/** Deadlock and serialization failure: the statement may simply be run again. */
+/**
+ * Deadlock and serialization failure: the statement changed nothing and may simply be run again
+ * (the outcome and receipt statements raise the latter themselves when a row they locked changed
+ * after their snapshot, see RERUN_IF_SKIPPED in outcomes.ts).
+ */
 const RETRYABLE = new Set(['40P01', '40001']);
+const ATTEMPTS = 3;
+
+/** Runs `statement`, again while it fails retryably, ATTEMPTS times at most. */
+export async function retrying<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !RETRYABLE.has((error as { code?: string }).code ?? '')) throw error;
+    }
+  }
+}
 
 export class MessageQueue {
   constructor(
@@ -136,15 +152,11 @@ export class MessageQueue {
     const failed = batch.flatMap((w) => w.failed);
     const retry = batch.flatMap((w) => w.retry);
     let rows: MessageRow[];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        rows = await writeOutcomes(this.database, this.workerId, sent, failed, retry, { jobs: batch.some((w) => w.jobs) });
-        break;
-      } catch (error) {
-        if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? '')) continue;
-        for (const write of batch) write.reject(error);
-        return;
-      }
+    try {
+      rows = await retrying(() => writeOutcomes(this.database, this.workerId, sent, failed, retry, { jobs: batch.some((w) => w.jobs) }));
+    } catch (error) {
+      for (const write of batch) write.reject(error);
+      return;
     }
     this.onEvents();
     const byId = new Map(rows.map((row) => [row.id, row]));
@@ -186,16 +198,11 @@ export class MessageQueue {
    * deadlock: the one PostgreSQL aborts changed nothing and is run again.
    */
   private async claimTogether(batch: PendingClaim[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const claimed = await messages.claimDue(this.database, this.workerId, batch);
-        for (const claim of batch) claim.resolve(claimed.get(claim.deviceId) ?? []);
-        return;
-      } catch (error) {
-        if (attempt < 3 && RETRYABLE.has((error as { code?: string }).code ?? '')) continue;
-        for (const claim of batch) claim.reject(error);
-        return;
-      }
+    try {
+      const claimed = await retrying(() => messages.claimDue(this.database, this.workerId, batch));
+      for (const claim of batch) claim.resolve(claimed.get(claim.deviceId) ?? []);
+    } catch (error) {
+      for (const claim of batch) claim.reject(error);
     }
   }
 
@@ -261,7 +268,7 @@ export class MessageQueue {
 
   /** Fails every waiting or in-flight message of a device (logged out or removed). */
   async failDevice(deviceId: string, code: string, message: string): Promise<number> {
-    const failed = await failWaiting(this.database, deviceId, code, message);
+    const failed = await retrying(() => failWaiting(this.database, deviceId, code, message));
     if (failed > 0) this.onEvents();
     return failed;
   }
@@ -307,7 +314,7 @@ export class MessageQueue {
         const all = receipts.filter((r) => r.status === status);
         for (let start = 0; start < all.length; start += this.receiptBatch) {
           const subset = all.slice(start, start + this.receiptBatch);
-          await applyReceipts(this.database, status, subset);
+          await retrying(() => applyReceipts(this.database, status, subset));
           messageTransitions.inc({ status: `${status}_RECEIPT` }, subset.length);
         }
       }

@@ -105,6 +105,12 @@ export interface ClaimRequest {
  * plans run with sequential scans off, see openDatabase), planned
  * once per connection instead of on each call, which cost as much as running it when a thousand
  * paced devices each claimed a message a second.
+ *
+ * waygate_due_rows is VOLATILE, so its walk has a snapshot newer than the statement's: a row it
+ * locks may be a version the statement cannot see, which the TID scans then skip. A message and
+ * its queue row are written together, so both are skipped or neither; one taken out of the queue
+ * and not claimed (or claimed and left in it) would be lost or sent twice, and the statement runs
+ * again instead (waygate_rerun_if_skipped, drizzle/repeatable/00_rerun.sql; MessageQueue retries).
  */
 const CLAIM: Omit<PreparedStatement, 'values'> = {
   name: 'messages_claim',
@@ -112,14 +118,15 @@ const CLAIM: Omit<PreparedStatement, 'values'> = {
   text: `WITH due AS (
        SELECT d.queue_row, d.message_row FROM unnest($1::text[], $2::int[], $4::int[]) AS r(device_id, lim, max_priority)
               CROSS JOIN LATERAL waygate_due_rows(r.device_id, r.max_priority, r.lim) AS d),
-     dequeued AS (${DEQUEUE_ROWS_SQL('ARRAY(SELECT queue_row FROM due)')}),
+     dequeued AS (${DEQUEUE_ROWS_SQL('ARRAY(SELECT queue_row FROM due)')} RETURNING 1),
      claimed AS (
        UPDATE messages m SET status = 'SENDING', claimed_by = $3, attempts = m.attempts + 1, queued_at = COALESCE(m.queued_at, now())
         WHERE m.ctid = ANY (ARRAY(SELECT message_row FROM due))
        RETURNING m.id, m.device_id, m.account_id, m.job_id, m.peer, m.type, m.content, m.media_url, m.payload, m.mentions, m.reply_to, m.network_message_id, m.attempts, m.priority),
      started AS (${START_JOBS_SQL('claimed')})
      SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced
-       FROM claimed c ${REFERENCED_ROW_SQL(REFERENCE_ID_SQL('c'), 'q')}`,
+       FROM claimed c ${REFERENCED_ROW_SQL(REFERENCE_ID_SQL('c'), 'q')}
+      WHERE (SELECT waygate_rerun_if_skipped(abs((SELECT count(*) FROM dequeued) - (SELECT count(*) FROM claimed))))`,
 };
 
 /**

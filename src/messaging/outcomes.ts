@@ -106,8 +106,19 @@ const COUNT_REFUND_AND_EVENTS = (parts: Omit<OutcomeParts, 'retried'>, first: st
  */
 const IN_ID_ORDER = (s: string): string => `ORDER BY ${s}.id COLLATE "C"`;
 const LOCK_EACH_IN_ID_ORDER = (sorted: string, where: string, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): string =>
-  `SELECT s.*, x.status AS prev, x.address FROM ${sorted} CROSS JOIN LATERAL (
-     SELECT m.status, m.ctid AS address FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
+  `SELECT s.*, x.status AS prev, x.claimed_by AS holder, x.address FROM ${sorted} CROSS JOIN LATERAL (
+     SELECT m.status, m.claimed_by, m.ctid AS address FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
+
+/**
+ * SQL: a boolean that is true, or raises serialization_failure so that the statement is run again
+ * (waygate_rerun_if_skipped, drizzle/repeatable/00_rerun.sql), when the statement wrote fewer of
+ * the messages it locked than `locked` counts (the locked rows, as locked, that it must write)
+ * minus `written` (what it wrote). A row changed by another transaction while the statement waited
+ * for it is locked as a version the statement's snapshot cannot see, and ON_LOCKED's TID scan
+ * skips it: run again, the statement sees it. Callers run it through MessageQueue's retries.
+ */
+const RERUN_IF_SKIPPED = (locked: string, written: string[]): string =>
+  `waygate_rerun_if_skipped((${locked}) - ${written.map((w) => `(${w})`).join(' - ')})`;
 
 /**
  * SQL: the message `m` that row `k` of a LOCK_EACH_IN_ID_ORDER CTE locked, by its address. The
@@ -194,7 +205,13 @@ function outcomesStatement(parts: Omit<OutcomeParts, 'sent'>): Omit<PreparedStat
    ${COUNT_REFUND_AND_EVENTS({ sent: true, failed: parts.failed, jobs: parts.jobs }, retried ? ['retried'] : [])}
    SELECT (message).* FROM sent WHERE priority = ${PRIORITY.direct}${failed ? `
    UNION ALL
-   SELECT (message).* FROM failed WHERE priority = ${PRIORITY.direct}` : ''}`;
+   SELECT (message).* FROM failed WHERE priority = ${PRIORITY.direct}` : ''}
+   UNION ALL
+   SELECT (NULL::messages).* WHERE NOT (SELECT ${RERUN_IF_SKIPPED(`SELECT count(*) FROM locked WHERE prev = 'SENDING' AND holder = ${worker}`, [
+     'SELECT count(*) FROM sent',
+     ...(failed ? ['SELECT count(*) FROM failed'] : []),
+     ...(retried ? ['SELECT count(*) FROM retried'] : []),
+   ])})`;
   const name = `messages_outcomes${parts.failed ? '_failed' : ''}${parts.retried ? '_retried' : ''}${parts.jobs ? '_jobs' : ''}`;
   return { name, genericPlan: true, text, values: (input) => pickers.map((pick) => pick(input)) };
 }
@@ -231,7 +248,7 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
         RETURNING ${RETURNED('m')}),
      dequeued AS (${DEQUEUE_SQL('SELECT (message).id FROM failed')}),
      ${COUNT_REFUND_AND_EVENTS({ sent: false, failed: true, jobs: true })}
-     SELECT count(*)::int AS n FROM failed`,
+     SELECT (SELECT count(*)::int FROM failed) AS n, ${RERUN_IF_SKIPPED('SELECT count(*) FROM locked', ['SELECT count(*) FROM failed'])}`,
     [deviceId, code, message],
   );
   return row?.n ?? 0;
@@ -306,7 +323,7 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
                    ($4::text = 'READ')::int AS read, 0 AS failed, 0 AS incoming
               FROM u),
           days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
-     SELECT 1`,
+     SELECT ${RERUN_IF_SKIPPED('SELECT count(*) FROM o', ['SELECT count(*) FROM u'])}`,
     values: [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status, receipts.map((r) => r.messageId ?? null)],
   });
 }
