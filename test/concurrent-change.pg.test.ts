@@ -1,5 +1,5 @@
 /**
- * A statement that locks messages and then writes them writes every one it locked, even one that
+ * A statement that locks messages (and jobs) and then writes them writes every one it locked, even one that
  * another transaction changed after the statement's snapshot was taken: the statement waits for
  * that change and locks the newest version, which its snapshot cannot see, so its write by the
  * row's address skipped it without a word (a receipt that waited for its message's outcome was
@@ -94,6 +94,24 @@ describe('a row changed by another transaction while a statement waits for it (P
     expect(rows).toEqual([]);
     expect(await statusOf(m.id)).toBe('FAILED');
     expect(await eventStatuses(m.id)).toEqual(['FAILED']);
+  });
+
+  it('an outcome counted into a job that changed while it waited is counted', async () => {
+    const pool = ctx.database.pool!;
+    const job = `job_change_${tenant.accountId}`;
+    await pool.query(`INSERT INTO bulk_jobs (id, account_id, device_id, status, type, content, total_contacts) VALUES ($1, $2, $3, 'PROCESSING', 'TEXT', 'x', 100)`, [
+      job,
+      tenant.accountId,
+      deviceId,
+    ]);
+    const m = await message('job', 'SENDING', 1);
+    await pool.query('UPDATE messages SET job_id = $2 WHERE id = $1', [m.id, job]);
+    await whileRowChanged(pool, 'bulk_jobs', job, 'delivered_count = delivered_count + 1', () =>
+      retrying(() => writeOutcomes(ctx.database, WORKER, [{ id: m.id, at: new Date() }], [], [], { jobs: true })),
+    );
+    expect(await statusOf(m.id)).toBe('SENT');
+    const { rows } = await pool.query('SELECT sent_count, delivered_count FROM bulk_jobs WHERE id = $1', [job]);
+    expect(rows[0]).toEqual({ sent_count: 1, delivered_count: 1 });
   });
 
   it("failing a device's waiting messages fails one that changed while it waited", async () => {
