@@ -1,11 +1,13 @@
 /**
- * A statement that locks messages (and jobs) and then writes them writes every one it locked, even one that
+ * A statement that locks messages and then writes them writes every one it locked, even one that
  * another transaction changed after the statement's snapshot was taken: the statement waits for
  * that change and locks the newest version, which its snapshot cannot see, so its write by the
  * row's address skipped it without a word (a receipt that waited for its message's outcome was
  * lost and the message stayed SENT; an outcome that waited left its message SENDING, to be sent
  * again after a restart). Now the statement raises serialization_failure and MessageQueue's
- * retrying runs it again. Files named *.pg.test.ts run only in the PostgreSQL pass.
+ * retrying runs it again. A job it counts into is updated by id, so a change of the job while the
+ * statement waited is followed (EvalPlanQual). Files named *.pg.test.ts run only in the
+ * PostgreSQL pass.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyReceipts, failWaiting, writeOutcomes } from '../src/messaging/outcomes.js';
