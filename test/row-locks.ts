@@ -17,30 +17,43 @@ export async function blockedBy(pool: pg.Pool, holderPid: number, what = 'the st
 }
 
 /**
- * Holds `rows.held` of `table` FOR UPDATE while `run` starts; once something waits for it, checks
- * with NOWAIT that nobody holds `rows.other`; then lets `run` finish and returns its result.
+ * Runs `hold` (a statement on one row, with `params`) in a transaction left open while `run`
+ * starts; once something waits for that transaction, runs `whileWaiting`, commits, and returns
+ * `run`'s result.
  */
-export async function whileRowHeld<T>(pool: pg.Pool, table: 'messages' | 'bulk_jobs', rows: { held: string; other: string }, run: () => Promise<T>): Promise<T> {
+async function whileHolding<T>(pool: pg.Pool, hold: string, params: unknown[], run: () => Promise<T>, whileWaiting: () => Promise<void> = async () => undefined): Promise<T> {
   const holder = await pool.connect();
-  const prober = await pool.connect();
   try {
     await holder.query('BEGIN');
-    await holder.query(`SELECT 1 FROM ${table} WHERE id = $1 FOR UPDATE`, [rows.held]);
+    await holder.query(hold, params);
     const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     const result = run();
     result.catch(() => undefined);
     await blockedBy(pool, pid);
-    await prober.query('BEGIN');
-    await prober.query(`SELECT 1 FROM ${table} WHERE id = $1 FOR UPDATE NOWAIT`, [rows.other]);
-    await prober.query('ROLLBACK');
+    await whileWaiting();
     await holder.query('COMMIT');
     return await result;
   } finally {
     await holder.query('ROLLBACK').catch(() => undefined);
-    await prober.query('ROLLBACK').catch(() => undefined);
     holder.release();
-    prober.release();
   }
+}
+
+/**
+ * Holds `rows.held` of `table` FOR UPDATE while `run` starts; once something waits for it, checks
+ * with NOWAIT that nobody holds `rows.other`; then lets `run` finish and returns its result.
+ */
+export function whileRowHeld<T>(pool: pg.Pool, table: 'messages' | 'bulk_jobs', rows: { held: string; other: string }, run: () => Promise<T>): Promise<T> {
+  return whileHolding(pool, `SELECT 1 FROM ${table} WHERE id = $1 FOR UPDATE`, [rows.held], run, async () => {
+    const prober = await pool.connect();
+    try {
+      await prober.query('BEGIN');
+      await prober.query(`SELECT 1 FROM ${table} WHERE id = $1 FOR UPDATE NOWAIT`, [rows.other]);
+    } finally {
+      await prober.query('ROLLBACK').catch(() => undefined);
+      prober.release();
+    }
+  });
 }
 
 /**
@@ -49,19 +62,6 @@ export async function whileRowHeld<T>(pool: pg.Pool, table: 'messages' | 'bulk_j
  * snapshot was taken before the change committed, so the newest version it then locks is one its
  * snapshot cannot see.
  */
-export async function whileRowChanged<T>(pool: pg.Pool, table: 'messages' | 'bulk_jobs', id: string, set: string, run: () => Promise<T>): Promise<T> {
-  const holder = await pool.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query(`UPDATE ${table} SET ${set} WHERE id = $1`, [id]);
-    const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    const result = run();
-    result.catch(() => undefined);
-    await blockedBy(pool, pid);
-    await holder.query('COMMIT');
-    return await result;
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    holder.release();
-  }
+export function whileRowChanged<T>(pool: pg.Pool, table: 'messages' | 'bulk_jobs', id: string, set: string, run: () => Promise<T>): Promise<T> {
+  return whileHolding(pool, `UPDATE ${table} SET ${set} WHERE id = $1`, [id], run);
 }

@@ -98,8 +98,8 @@ function pumpOf<T>(pumps: Map<string, BatchPump<T>>, accountId: string, make: ()
 
 /**
  * Deadlock and serialization failure: the statement changed nothing and may simply be run again
- * (the outcome and receipt statements raise the latter themselves when a row they locked changed
- * after their snapshot, see RERUN_IF_SKIPPED in outcomes.ts).
+ * (the claim, outcome, receipt and device-failing statements raise the latter themselves when a
+ * row they locked changed after their snapshot, see RERUN_IF_SKIPPED in platform/database.ts).
  */
 const RETRYABLE = new Set(['40P01', '40001']);
 const ATTEMPTS = 3;

@@ -5,7 +5,7 @@
  * is still that worker. Outcomes and receipts, which also count into jobs and write events, are
  * in outcomes.ts; the direct-send insert is in accept.ts.
  */
-import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
+import { RERUN_IF_SKIPPED, type Database, type PreparedStatement, type Queryable } from '../platform/database.js';
 import type { ListingSource } from '../platform/listing.js';
 import { firstIdAt } from '../platform/ids.js';
 import type { KindFields, MessageRef, MessageType, NetworkEvent } from '../network/network.js';
@@ -110,7 +110,7 @@ export interface ClaimRequest {
  * locks may be a version the statement cannot see, which the TID scans then skip. A message and
  * its queue row are written together, so both are skipped or neither; one taken out of the queue
  * and not claimed (or claimed and left in it) would be lost or sent twice, and the statement runs
- * again instead (waygate_rerun_if_skipped, drizzle/repeatable/00_rerun.sql; MessageQueue retries).
+ * again instead (RERUN_IF_SKIPPED; MessageQueue retries).
  */
 const CLAIM: Omit<PreparedStatement, 'values'> = {
   name: 'messages_claim',
@@ -126,7 +126,7 @@ const CLAIM: Omit<PreparedStatement, 'values'> = {
      started AS (${START_JOBS_SQL('claimed')})
      SELECT c.*, ${REFERENCED_JSON_SQL('q')} AS referenced
        FROM claimed c ${REFERENCED_ROW_SQL(REFERENCE_ID_SQL('c'), 'q')}
-      WHERE (SELECT waygate_rerun_if_skipped(abs((SELECT count(*) FROM dequeued) - (SELECT count(*) FROM claimed))))`,
+      WHERE (SELECT ${RERUN_IF_SKIPPED(['SELECT count(*) FROM dequeued'], ['SELECT count(*) FROM claimed'])})`,
 };
 
 /**

@@ -7,7 +7,7 @@
  * order, see LOCK_EACH_IN_ID_ORDER), then jobs (in id order, see COUNT_INTO_JOBS_SQL), then the
  * account (for the event seq).
  */
-import type { Database, PreparedStatement, Queryable } from '../platform/database.js';
+import { RERUN_IF_SKIPPED, type Database, type PreparedStatement, type Queryable } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
 import { appendEventsSql } from '../events/event-store.js';
 import { PRIORITY, type MessageRow } from './message-model.js';
@@ -89,10 +89,12 @@ const COUNT_REFUND_AND_EVENTS = (parts: Omit<OutcomeParts, 'retried'>, first: st
 /**
  * SQL (a CTE body): locks, one key look-up at a time and in the order of `sorted` (a FROM item
  * `s` with an `id` column, sorted by IN_ID_ORDER), the messages it names that `where` (over `m`)
- * still picks once locked; returns s's columns, the locked row's status as `prev` and its
- * address (ctid) as `address`. A locked row is the newest version and cannot move before the
- * statement's transaction ends: the statement's UPDATE finds it by that address (ON_LOCKED), a
- * TID scan, with no second descent of the primary key.
+ * still picks once locked; returns s's columns, the locked row's status as `prev`, its claimer
+ * as `holder` and its address (ctid) as `address`. A locked row is the newest version and cannot
+ * move before the statement's transaction ends: the statement's UPDATE finds it by that address
+ * (ON_LOCKED), a TID scan, with no second descent of the primary key. A row changed after the
+ * statement's snapshot is a version the TID scan cannot see, so every statement that writes by
+ * ON_LOCKED checks that it wrote what it locked (RERUN_IF_SKIPPED).
  *
  * Every statement that locks several messages locks them in id order. Outcomes and receipts of
  * one account run side by side, and a receipt may overtake its outcome: two statements that each
@@ -109,16 +111,6 @@ const LOCK_EACH_IN_ID_ORDER = (sorted: string, where: string, lock: 'FOR UPDATE'
   `SELECT s.*, x.status AS prev, x.claimed_by AS holder, x.address FROM ${sorted} CROSS JOIN LATERAL (
      SELECT m.status, m.claimed_by, m.ctid AS address FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
 
-/**
- * SQL: a boolean that is true, or raises serialization_failure so that the statement is run again
- * (waygate_rerun_if_skipped, drizzle/repeatable/00_rerun.sql), when the statement wrote fewer of
- * the messages it locked than `locked` counts (the locked rows, as locked, that it must write)
- * minus `written` (what it wrote). A row changed by another transaction while the statement waited
- * for it is locked as a version the statement's snapshot cannot see, and ON_LOCKED's TID scan
- * skips it: run again, the statement sees it. Callers run it through MessageQueue's retries.
- */
-const RERUN_IF_SKIPPED = (locked: string, written: string[]): string =>
-  `waygate_rerun_if_skipped((${locked}) - ${written.map((w) => `(${w})`).join(' - ')})`;
 
 /**
  * SQL: the message `m` that row `k` of a LOCK_EACH_IN_ID_ORDER CTE locked, by its address. The
@@ -207,7 +199,7 @@ function outcomesStatement(parts: Omit<OutcomeParts, 'sent'>): Omit<PreparedStat
    UNION ALL
    SELECT (message).* FROM failed WHERE priority = ${PRIORITY.direct}` : ''}
    UNION ALL
-   SELECT (NULL::messages).* WHERE NOT (SELECT ${RERUN_IF_SKIPPED(`SELECT count(*) FROM locked WHERE prev = 'SENDING' AND holder = ${worker}`, [
+   SELECT (NULL::messages).* WHERE NOT (SELECT ${RERUN_IF_SKIPPED([`SELECT count(*) FROM locked WHERE prev = 'SENDING' AND holder = ${worker}`], [
      'SELECT count(*) FROM sent',
      ...(failed ? ['SELECT count(*) FROM failed'] : []),
      ...(retried ? ['SELECT count(*) FROM retried'] : []),
@@ -248,7 +240,7 @@ export async function failWaiting(db: Queryable, deviceId: string, code: string,
         RETURNING ${RETURNED('m')}),
      dequeued AS (${DEQUEUE_SQL('SELECT (message).id FROM failed')}),
      ${COUNT_REFUND_AND_EVENTS({ sent: false, failed: true, jobs: true })}
-     SELECT (SELECT count(*)::int FROM failed) AS n, ${RERUN_IF_SKIPPED('SELECT count(*) FROM locked', ['SELECT count(*) FROM failed'])}`,
+     SELECT (SELECT count(*)::int FROM failed) AS n, ${RERUN_IF_SKIPPED(['SELECT count(*) FROM locked'], ['SELECT count(*) FROM failed'])}`,
     [deviceId, code, message],
   );
   return row?.n ?? 0;
@@ -323,7 +315,7 @@ export async function applyReceipts(db: Pick<Database, 'queryPrepared'>, status:
                    ($4::text = 'READ')::int AS read, 0 AS failed, 0 AS incoming
               FROM u),
           days AS (${COUNT_INTO_DAYS_SQL('day_src', 'ev_bump')})
-     SELECT ${RERUN_IF_SKIPPED('SELECT count(*) FROM o', ['SELECT count(*) FROM u'])}`,
+     SELECT ${RERUN_IF_SKIPPED(['SELECT count(*) FROM o'], ['SELECT count(*) FROM u'])}`,
     values: [receipts.map((r) => r.deviceId), receipts.map((r) => r.networkMessageId), receipts.map((r) => r.at), status, receipts.map((r) => r.messageId ?? null)],
   });
 }

@@ -63,6 +63,18 @@ export interface PreparedStatement {
   genericPlan?: boolean;
 }
 
+/**
+ * SQL: a boolean that is true, or raises serialization_failure so that the statement is run again
+ * (waygate_rerun_if_skipped, drizzle/repeatable/00_rerun.sql), when the rows the statement wrote
+ * (the sum of the counts `written`) are not the rows it locked and must write (the sum of
+ * `locked`). Under READ COMMITTED a row another transaction changed after the statement's
+ * snapshot, while the statement waited for it, is locked as a version that snapshot cannot see,
+ * and a write by the locked row's address (ctid) skips it: run again, the statement sees it. The
+ * caller runs such a statement with retries (MessageQueue's retrying).
+ */
+export const RERUN_IF_SKIPPED = (locked: string[], written: string[]): string =>
+  `waygate_rerun_if_skipped(abs(${locked.map((l) => `(${l})`).join(' + ')} - ${written.map((w) => `(${w})`).join(' - ')}))`;
+
 export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
   /** A directory, or 'memory://' for an in-memory PGlite (tests). */
