@@ -3,7 +3,7 @@
  * display prefix and the last four characters. Every request looks its token up by hash, so a
  * revocation or an expiry takes effect on the very next request on every node.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Bus } from '../platform/bus.js';
 import type { Database } from '../platform/database.js';
 import { AppError } from '../platform/errors.js';
@@ -79,7 +79,7 @@ function base62(bytes: Buffer): string {
 }
 
 export function hashToken(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 const toRecord = (row: TokenRow): TokenRecord => ({

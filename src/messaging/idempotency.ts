@@ -4,7 +4,7 @@
  * that arrives while the first is still running waits for it. If the first fails with an error,
  * the key is released so the request can be tried again.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Database } from '../platform/database.js';
 import { AppError } from '../platform/errors.js';
 
@@ -25,7 +25,7 @@ function hashBody(body: unknown): string {
     }
     return value;
   };
-  return createHash('sha256').update(JSON.stringify(canonical(body) ?? null)).digest('hex');
+  return hash('sha256', JSON.stringify(canonical(body) ?? null), 'hex');
 }
 
 export class IdempotencyService {

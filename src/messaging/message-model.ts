@@ -2,7 +2,7 @@
  * Message and bulk-job rows and their mapping to the records the API shows (the records
  * themselves are defined once, in message-record.ts), and the rules of their states.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { KindFields } from '../network/network.js';
 import { MessageTypeSchema, type BulkJob, type BulkJobStatus, type Message, type MessageMedia, type MessageStatus, type MessageType } from './message-record.js';
 
@@ -17,7 +17,7 @@ export const MESSAGE_TYPES: readonly MessageType[] = MessageTypeSchema.enum;
  * stand out on WhatsApp by their ids.
  */
 export function networkMessageIdFor(messageId: string): string {
-  return `3EB0${createHash('sha256').update(messageId).digest('hex').slice(0, 18).toUpperCase()}`;
+  return `3EB0${hash('sha256', messageId, 'hex').slice(0, 18).toUpperCase()}`;
 }
 /** The same derivation in SQL, for messages created by INSERT ... SELECT. */
 export const NETWORK_MESSAGE_ID_SQL = (idExpression: string): string =>
