@@ -13,7 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/platform/database.js';
 import { startServer } from '../src/server.js';
@@ -41,19 +41,37 @@ const TARGET_RSS_MB = 300;
 const SCHEDULED_COUNT = 1_000;
 const TARGET_LATENESS_MS = 1_000;
 const DIRECT_CONNECTIONS = 50;
+/** Where (a) and (b) load Waygate from: 'built' (default) or 'tsx' (BENCH_DIRECT_SERVER=tsx). */
+const DIRECT_SERVER = ((value): 'built' | 'tsx' => {
+  if (value !== 'built' && value !== 'tsx') throw new Error(`BENCH_DIRECT_SERVER must be built or tsx, not ${value}`);
+  return value;
+})(process.env.BENCH_DIRECT_SERVER ?? 'built');
 
 interface ServersInput {
   databaseUrl: string;
   withBare: boolean;
+  /** 'built': dist/ (npm run build), as `npm start` runs it; 'tsx': src/ through the tsx loader. */
+  server: 'built' | 'tsx';
 }
 interface ServersInfo {
   waygate: string;
   bare: string | null;
 }
 
-/** Runs in the server process: `waygate serve --role all` as the product starts it, and the bare route. */
+/**
+ * Runs in the server process: `waygate serve --role all` as the product starts it, and the bare
+ * route. The built product by default: tsx compiles src/ with esbuild's keepNames, which wraps
+ * every function a send creates in a `__name` call the built product does not make.
+ */
 export async function startMessagingServers(input: ServersInput): Promise<StartedServers<ServersInfo>> {
-  const config = loadConfig({
+  const modules: { loadConfig: typeof loadConfig; startServer: typeof startServer } =
+    input.server === 'built'
+      ? {
+          loadConfig: ((await import(pathToFileURL(path.join(ROOT, 'dist/config.js')).href)) as { loadConfig: typeof loadConfig }).loadConfig,
+          startServer: ((await import(pathToFileURL(path.join(ROOT, 'dist/server.js')).href)) as { startServer: typeof startServer }).startServer,
+        }
+      : { loadConfig, startServer };
+  const config = modules.loadConfig({
     DATABASE_URL: input.databaseUrl,
     HOST: '127.0.0.1',
     PORT: '0',
@@ -63,7 +81,7 @@ export async function startMessagingServers(input: ServersInput): Promise<Starte
     NETWORK: 'sandbox',
     SANDBOX_RECEIPT_MS: String(RECEIPT_MS),
   });
-  const server = await startServer(config, 'all');
+  const server = await modules.startServer(config, 'all');
   const bare = input.withBare ? await startBareRoute(input.databaseUrl, server.database.pool!.options.max) : null;
   return {
     info: { waygate: server.address!, bare: bare?.address ?? null },
@@ -147,8 +165,10 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   // (a) and (b): one server process with Waygate and the bare route side by side.
   // BENCH_ONLY=bulk runs (c) alone, BENCH_ONLY=direct (a) alone, for quick iterations.
   const only = process.env.BENCH_ONLY;
+  if (only !== 'direct' || DIRECT_SERVER === 'built') buildProduct();
   if (only !== 'bulk') {
-  const servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true });
+  const server = DIRECT_SERVER;
+  const servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true, server });
   try {
     const origin = servers.info.waygate.replace('localhost', '127.0.0.1');
     const deviceId = await linkDevice(origin, token);
@@ -217,8 +237,8 @@ async function analyze(databaseUrl: string): Promise<void> {
 
 async function bulkJob(databaseUrl: string, checks: Check[], results: Record<string, unknown>): Promise<void> {
   // (c) the 100,000-recipient job, in a fresh process of the built product (`node dist/cli.js
-  // serve`, as `npm start` runs it), so its peak RSS is this job's and nothing else's.
-  buildProduct();
+  // serve`, as `npm start` runs it; built at the start), so its peak RSS is this job's and
+  // nothing else's.
   const product = await startProduct(databaseUrl);
   try {
     const origin = product.origin;
