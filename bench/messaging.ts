@@ -167,8 +167,7 @@ export async function run(options: BenchmarkOptions): Promise<BenchmarkOutcome> 
   const only = process.env.BENCH_ONLY;
   if (only !== 'direct' || DIRECT_SERVER === 'built') buildProduct();
   if (only !== 'bulk') {
-  const server = DIRECT_SERVER;
-  const servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true, server });
+  const servers: ServerProcess<ServersInfo> = await startServerProcess<ServersInput, ServersInfo>(THIS_FILE, 'startMessagingServers', { databaseUrl, withBare: true, server: DIRECT_SERVER });
   try {
     const origin = servers.info.waygate.replace('localhost', '127.0.0.1');
     const deviceId = await linkDevice(origin, token);

@@ -4,14 +4,14 @@
  * that change and locks the newest version, which its snapshot cannot see, so its write by the
  * row's address skipped it without a word (a receipt that waited for its message's outcome was
  * lost and the message stayed SENT; an outcome that waited left its message SENDING, to be sent
- * again after a restart). Now the statement raises serialization_failure and MessageQueue's
- * retrying runs it again. A job it counts into is updated by id, so a change of the job while the
- * statement waited is followed (EvalPlanQual). Files named *.pg.test.ts run only in the
- * PostgreSQL pass.
+ * again after a restart). Now the statement raises serialization_failure and `retrying`
+ * (platform/database.ts) runs it again. A job it counts into is updated by id, so a change of
+ * the job while the statement waited is followed (EvalPlanQual). Files named *.pg.test.ts run
+ * only in the PostgreSQL pass.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyReceipts, failWaiting, writeOutcomes } from '../src/messaging/outcomes.js';
-import { retrying } from '../src/messaging/message-queue.js';
+import { retrying } from '../src/platform/database.js';
 import { createAppWithDevice, type Tenant, type TestContext } from './helpers.js';
 import { whileRowChanged } from './row-locks.js';
 
@@ -130,5 +130,4 @@ describe('a row changed by another transaction while a statement waits for it (P
     expect(failed).toBe(1);
     expect(await statusOf(id)).toBe('FAILED');
   });
-
 });

@@ -4,7 +4,7 @@
  * outcomes.ts); this class adds the worker's id, its retry policy, the metrics, and the wake-up of
  * an in-process webhook worker once events were written.
  */
-import type { Database } from '../platform/database.js';
+import { retrying, type Database } from '../platform/database.js';
 import type { Receipt } from '../network/network.js';
 import { messageFailures, messageTransitions } from '../platform/metrics.js';
 import { workBudget } from '../platform/work-budget.js';
@@ -96,25 +96,6 @@ function pumpOf<T>(pumps: Map<string, BatchPump<T>>, accountId: string, make: ()
   return pump;
 }
 
-/**
- * Deadlock and serialization failure: the statement changed nothing and may simply be run again
- * (the claim, outcome, receipt and device-failing statements raise the latter themselves when a
- * row they locked changed after their snapshot, see RERUN_IF_SKIPPED in platform/database.ts).
- */
-const RETRYABLE = new Set(['40P01', '40001']);
-const ATTEMPTS = 3;
-
-/** Runs `statement`, again while it fails retryably, ATTEMPTS times at most. */
-export async function retrying<T>(statement: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await statement();
-    } catch (error) {
-      if (attempt >= ATTEMPTS || !RETRYABLE.has((error as { code?: string }).code ?? '')) throw error;
-    }
-  }
-}
-
 export class MessageQueue {
   constructor(
     private readonly database: Database,
@@ -195,7 +176,8 @@ export class MessageQueue {
 
   /**
    * A claim that starts several SCHEDULED jobs locks them in no set order, so two claims may
-   * deadlock: the one PostgreSQL aborts changed nothing and is run again.
+   * deadlock, and a claim that met a message changed after its snapshot raises a serialization
+   * failure (RERUN_IF_SKIPPED): either way it changed nothing and is run again.
    */
   private async claimTogether(batch: PendingClaim[]): Promise<void> {
     try {

@@ -110,7 +110,7 @@ export interface ClaimRequest {
  * locks may be a version the statement cannot see, which the TID scans then skip. A message and
  * its queue row are written together, so both are skipped or neither; one taken out of the queue
  * and not claimed (or claimed and left in it) would be lost or sent twice, and the statement runs
- * again instead (RERUN_IF_SKIPPED; MessageQueue retries).
+ * again instead (RERUN_IF_SKIPPED; MessageQueue runs it through `retrying`).
  */
 const CLAIM: Omit<PreparedStatement, 'values'> = {
   name: 'messages_claim',

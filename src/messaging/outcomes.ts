@@ -111,7 +111,6 @@ const LOCK_EACH_IN_ID_ORDER = (sorted: string, where: string, lock: 'FOR UPDATE'
   `SELECT s.*, x.status AS prev, x.claimed_by AS holder, x.address FROM ${sorted} CROSS JOIN LATERAL (
      SELECT m.status, m.claimed_by, m.ctid AS address FROM messages m WHERE m.id = s.id${where ? ` AND ${where}` : ''} ${lock}) AS x`;
 
-
 /**
  * SQL: the message `m` that row `k` of a LOCK_EACH_IN_ID_ORDER CTE locked, by its address. The
  * join is on the address alone, so the only way to read `m` is a TID scan for each row of `k`

@@ -70,10 +70,29 @@ export interface PreparedStatement {
  * `locked`). Under READ COMMITTED a row another transaction changed after the statement's
  * snapshot, while the statement waited for it, is locked as a version that snapshot cannot see,
  * and a write by the locked row's address (ctid) skips it: run again, the statement sees it. The
- * caller runs such a statement with retries (MessageQueue's retrying).
+ * caller runs such a statement through `retrying`.
  */
 export const RERUN_IF_SKIPPED = (locked: string[], written: string[]): string =>
   `waygate_rerun_if_skipped(abs(${locked.map((l) => `(${l})`).join(' + ')} - ${written.map((w) => `(${w})`).join(' - ')}))`;
+
+/**
+ * Deadlock and serialization failure: the statement changed nothing and may simply be run again
+ * (the claim, outcome, receipt and device-failing statements raise the latter themselves through
+ * RERUN_IF_SKIPPED).
+ */
+const RETRYABLE = new Set(['40P01', '40001']);
+const ATTEMPTS = 3;
+
+/** Runs `statement`, again while it fails retryably, ATTEMPTS times at most. */
+export async function retrying<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !RETRYABLE.has((error as { code?: string }).code ?? '')) throw error;
+    }
+  }
+}
 
 export interface OpenDatabaseOptions {
   databaseUrl?: string | undefined;
