@@ -45,6 +45,7 @@ import { installLazySerializers } from './http/serialization.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
 import { OverviewService } from './messaging/overview-service.js';
+import { UploadService } from './media/uploads.js';
 
 const REQUEST_ID_PREFIX = randomBytes(6).toString('base64url');
 let requestCount = 0;
@@ -65,6 +66,7 @@ export interface Services {
   webhooks: WebhookService;
   conversations: ConversationService;
   overview: OverviewService;
+  uploads: UploadService;
   /** The sandbox network's world, when NETWORK=sandbox (its test helpers need it). */
   sandbox: SandboxWorld | undefined;
   close(): Promise<void>;
@@ -100,6 +102,7 @@ export function createServices(database: Database, config: Config, options: Serv
     webhooks,
     conversations: new ConversationService(database, bus, config.listingCountCap),
     overview: new OverviewService(database, config, devices, webhooks),
+    uploads: new UploadService(database, config.publicUrl, config.mediaRetentionDays),
     sandbox: config.network === 'sandbox' ? createSandboxWorld(config, database, bus) : undefined,
     async close() {
       acks.close();

@@ -11,8 +11,8 @@ import { WakeLoop } from '../platform/wake-loop.js';
 import { newId } from '../platform/ids.js';
 import { isMediaType, type DeviceInfo, type Network, type NetworkEvent, type NetworkSession, type OutgoingMedia, type OutgoingMessage, type SendResult } from '../network/network.js';
 import type { ClaimedAction } from '../messaging/action-store.js';
-import { fetchMedia, type MediaResult } from '../outbound/media.js';
-import type { GuardedHttp } from '../outbound/ssrf.js';
+import type { MediaResult } from '../outbound/media.js';
+import type { SendMedia } from '../media/uploads.js';
 import type { MessageQueue, Outcome } from '../messaging/message-queue.js';
 import type { IncomingMediaReceiver, ReceivedMedia } from '../media/incoming-media.js';
 import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
@@ -28,7 +28,8 @@ export interface DeviceRunnerOptions {
   /** Every statement on the device's row (its transitions, its QR code). */
   devices: DeviceStore;
   bus: Bus;
-  http: GuardedHttp;
+  /** A message's file at send time (an upload, or its URL fetched through the SSRF guard). */
+  sendMedia: SendMedia;
   /** Downloads the files of incoming media messages into the media store. */
   media: IncomingMediaReceiver;
   log: Logger;
@@ -481,7 +482,7 @@ export class DeviceRunner {
       let attachment: OutgoingMedia | undefined;
       if (isMediaType(message.type) && message.mediaUrl) {
         const key = `${message.type} ${message.mediaUrl}`;
-        if (!media.has(key)) media.set(key, fetchMedia(this.options.http, message.mediaUrl, message.type));
+        if (!media.has(key)) media.set(key, this.options.sendMedia(message.accountId, message.mediaUrl, message.type));
         const fetched = await media.get(key)!;
         if (!fetched.ok) return { message, result: fetched };
         attachment = fetched.media;

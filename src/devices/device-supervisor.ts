@@ -19,6 +19,7 @@ import { isActive } from './device-states.js';
 import { DeviceStore } from './device-store.js';
 import { MessageQueue } from '../messaging/message-queue.js';
 import { IncomingMediaReceiver } from '../media/incoming-media.js';
+import { sendMediaFrom, type SendMedia } from '../media/uploads.js';
 import { ChatActivity } from '../conversations/chat-activity.js';
 import { ConversationWorker } from '../conversations/conversation-worker.js';
 import type { ClaimedMessage } from '../messaging/message-store.js';
@@ -44,6 +45,7 @@ export class DeviceSupervisor implements DirectSendHost {
   private readonly runners = new Map<string, DeviceRunner>();
   private readonly queue: MessageQueue;
   private readonly media: IncomingMediaReceiver;
+  private readonly sendMedia: SendMedia;
   /** Chats follow the traffic, the network's groups and the API's requests (src/conversations). */
   private readonly chats: ChatActivity;
   private readonly conversations: ConversationWorker;
@@ -63,7 +65,7 @@ export class DeviceSupervisor implements DirectSendHost {
     database: Database,
     private readonly bus: Bus,
     private readonly network: Network,
-    private readonly http: GuardedHttp,
+    http: GuardedHttp,
     private readonly config: Config,
     private readonly log: Logger,
     workerId: string = newWorkerId(),
@@ -73,6 +75,7 @@ export class DeviceSupervisor implements DirectSendHost {
     this.conversations = new ConversationWorker(database, bus, this.chats, log, config.numberCheckIntervalMs);
     this.queue = new MessageQueue(database, workerId, config.sendMaxAttempts, () => bus.local('waygate_webhooks', 'due'), undefined, this.chats);
     this.media = new IncomingMediaReceiver(database, log);
+    this.sendMedia = sendMediaFrom(database, http);
     this.batchSize = workBudget(database).dispatchBatch;
     this.devices = new DeviceStore(database);
     this.roundEveryMs = Math.max(250, Math.floor(config.leaseMs / 3));
@@ -246,7 +249,7 @@ export class DeviceSupervisor implements DirectSendHost {
       queue: this.queue,
       devices: this.devices,
       bus: this.bus,
-      http: this.http,
+      sendMedia: this.sendMedia,
       media: this.media,
       log: this.log,
       workerId: this.workerId,

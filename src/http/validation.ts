@@ -80,7 +80,7 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 }
 
 /**
- * Bodies are validated strictly (a string is not a number); query and path values arrive as text
+ * Bodies are validated strictly (a string is not a number), but for a binary one; query and path values arrive as text
  * and are coerced to the schema's types. Each validator is compiled on its first use, not when
  * the route is registered: the app has some 300 routes (/, /v1, the dashboard) and compiling
  * them all took most of a start's CPU time; a route's first request pays a few milliseconds instead.
@@ -89,6 +89,8 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const bodyAjv = makeAjv(false);
   const paramAjv = makeAjv('array');
   return ({ schema, httpPart }) => {
+    // A binary body (an upload) is the request's stream itself, read and limited by its route.
+    if (httpPart === 'body' && (schema as { format?: unknown }).format === 'binary') return () => true;
     const textBody = httpPart === 'body' && (schema as { type?: unknown }).type === 'string';
     let compiled: Validator | undefined;
     const compile = (): Validator => {

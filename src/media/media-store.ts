@@ -1,7 +1,8 @@
 /**
- * Every statement on the media store: the files of incoming media messages, kept in the database
- * so that every node of a cluster serves them (`media`: one row per message; `media_chunks`: its
- * bytes, CHUNK_SIZE per row).
+ * Every statement on the media store: the files of incoming media messages and uploads, kept in
+ * the database so that every node of a cluster serves them (`media`: one row per file, keyed by
+ * its message's id or its upload's, `upl_…`, in column message_id; `media_chunks`: its bytes,
+ * CHUNK_SIZE per row).
  *
  * Why chunks and not one bytea per file: a file is written as it downloads and read as it is
  * served, one chunk per statement, so neither the process nor the database ever holds a whole
@@ -32,6 +33,8 @@ export interface StoredMedia {
   sizeBytes: number;
   sha256: string;
   chunkSize: number;
+  /** When its writing started: retention counts from here. */
+  createdAt: Date;
   storedAt: Date;
 }
 
@@ -107,12 +110,23 @@ export async function discardMedia(db: Queryable, messageId: string): Promise<vo
 export const PUBLISH_MEDIA_SQL = (ids: string): string =>
   `UPDATE media SET stored_at = now() WHERE message_id IN (SELECT id FROM ${ids}) AND stored_at IS NULL AND sha256 IS NOT NULL RETURNING 1`;
 
+/** Makes a written file visible on its own (an upload: no message is stored with it). */
+export async function publishMedia(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE media SET stored_at = now() WHERE message_id = $1 AND stored_at IS NULL AND sha256 IS NOT NULL', [id]);
+}
+
+/** Deletes a stored file of the account, chunks and all; false if there was none. */
+export async function deleteStoredMedia(db: Queryable, accountId: string, id: string): Promise<boolean> {
+  const rows = await db.query('DELETE FROM media WHERE message_id = $1 AND account_id = $2 AND stored_at IS NOT NULL RETURNING 1', [id, accountId]);
+  return rows.length > 0;
+}
+
 /** A stored file of the account (undefined: none, another account's, not finished, or pruned). */
 export async function getStoredMedia(db: Queryable, accountId: string, messageId: string): Promise<StoredMedia | undefined> {
   const [row] = await db.query<{
-    message_id: string; content_type: string; file_name: string | null; size_bytes: string | number; sha256: string; chunk_size: number; stored_at: Date;
+    message_id: string; content_type: string; file_name: string | null; size_bytes: string | number; sha256: string; chunk_size: number; created_at: Date; stored_at: Date;
   }>(
-    'SELECT message_id, content_type, file_name, size_bytes, sha256, chunk_size, stored_at FROM media WHERE message_id = $1 AND account_id = $2 AND stored_at IS NOT NULL',
+    'SELECT message_id, content_type, file_name, size_bytes, sha256, chunk_size, created_at, stored_at FROM media WHERE message_id = $1 AND account_id = $2 AND stored_at IS NOT NULL',
     [messageId, accountId],
   );
   if (!row) return undefined;
@@ -123,6 +137,7 @@ export async function getStoredMedia(db: Queryable, accountId: string, messageId
     sizeBytes: Number(row.size_bytes),
     sha256: row.sha256,
     chunkSize: row.chunk_size,
+    createdAt: row.created_at,
     storedAt: row.stored_at,
   };
 }

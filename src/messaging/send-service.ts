@@ -28,6 +28,7 @@ import { checkKind, MAX_POLL_QUESTION, referenceProblem, type KindInput } from '
 import { deleteDecision, editContentProblem, editRefusal, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from './message-actions.js';
 import { recordAction } from './action-store.js';
 import { BatchedCall } from '../platform/batch-pump.js';
+import { uploadProblem } from '../media/uploads.js';
 
 
 const DIRECT_SEND_MAX = 10;
@@ -188,6 +189,10 @@ export class MessageService {
 
   async send(accountId: string, input: SendInput, now: Date = new Date()): Promise<SendResponse> {
     const valid = validateSend(input, now);
+    if (valid.mediaUrl !== null && isMediaType(valid.type)) {
+      const problem = await uploadProblem(this.database, accountId, valid.mediaUrl, valid.type);
+      if (problem) throw new AppError('VALIDATION_ERROR', `${problem.field} ${problem.message}`, [problem]);
+    }
     const scheduled = valid.scheduledAt !== null && valid.scheduledAt.getTime() > now.getTime();
     if (!isBulk(valid.groupIds, valid.recipients)) return this.sendDirect(accountId, await this.withReference(accountId, valid), scheduled, now);
     return this.createBulkJob(accountId, valid, scheduled, now);

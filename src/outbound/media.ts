@@ -79,28 +79,36 @@ function fetchFailure(error: unknown): MediaFailure {
 
 /** Fetches a message's media at send time, within the size cap of its type. */
 export async function fetchMedia(http: GuardedHttp, rawUrl: string, type: MediaType): Promise<MediaResult> {
-  const limit = MEDIA_LIMITS[type];
-  const opened = await openMedia(http, rawUrl, limit, type);
+  const opened = await openMedia(http, rawUrl, MEDIA_LIMITS[type], type);
   if (!opened.ok) return opened;
   try {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of opened.body) {
-      size += (chunk as Uint8Array).length;
-      if (size > limit) {
-        opened.body.destroy();
-        return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is over ${limit} bytes, the limit for ${type}` };
-      }
-      chunks.push(Buffer.from(chunk as Uint8Array));
-    }
-    const data = Buffer.concat(chunks);
-    // A sticker is a WebP image whatever the server calls it: its bytes say so.
-    if (type === 'STICKER' && !isWebp(data)) return { ok: false, permanent: true, code: 'MEDIA_NOT_WEBP', message: 'A STICKER must be a WebP image' };
-    return {
-      ok: true,
-      media: { data, mimeType: type === 'STICKER' ? 'image/webp' : (opened.mimeType ?? 'application/octet-stream'), fileName: opened.fileName },
-    };
+    return await readMediaBody(opened.body, type, opened);
   } catch (error) {
     return fetchFailure(error);
   }
+}
+
+/**
+ * Reads a file to send (an answered media URL's body, or an upload from the media store) within
+ * the size cap of its type; a STICKER must be WebP, whatever its type was declared as.
+ */
+export async function readMediaBody(body: AsyncIterable<Uint8Array> & Partial<Pick<Readable, 'destroy'>>, type: MediaType, declared: { mimeType: string | undefined; fileName: string | undefined }): Promise<MediaResult> {
+  const limit = MEDIA_LIMITS[type];
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy?.();
+      return { ok: false, permanent: true, code: 'MEDIA_TOO_LARGE', message: `The media is over ${limit} bytes, the limit for ${type}` };
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  const data = Buffer.concat(chunks);
+  // A sticker is a WebP image whatever the server calls it: its bytes say so.
+  if (type === 'STICKER' && !isWebp(data)) return { ok: false, permanent: true, code: 'MEDIA_NOT_WEBP', message: 'A STICKER must be a WebP image' };
+  return {
+    ok: true,
+    media: { data, mimeType: type === 'STICKER' ? 'image/webp' : (declared.mimeType ?? 'application/octet-stream'), fileName: declared.fileName },
+  };
 }

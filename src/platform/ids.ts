@@ -22,7 +22,7 @@ function pooledRandom(): number {
 
 const ulid = monotonicFactory(pooledRandom);
 
-export type IdPrefix = 'acc' | 'usr' | 'tok' | 'dev' | 'ct' | 'grp' | 'msg' | 'job' | 'wh' | 'evt' | 'whd' | 'req';
+export type IdPrefix = 'acc' | 'usr' | 'tok' | 'dev' | 'ct' | 'grp' | 'msg' | 'job' | 'wh' | 'evt' | 'whd' | 'req' | 'upl';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -1,18 +1,22 @@
 /**
- * GET /messages/:id/media: the file of an incoming media message, from the media store (in the
- * database, so any API process serves it), with its type, name, length and ETag; one byte range
- * per request (206), as browsers' media players and download resumers ask.
+ * The media store's routes: GET /messages/:id/media, the file of an incoming media message, and
+ * uploads (POST /media, GET and DELETE /media/:id, see src/media/uploads.ts). Files come from the
+ * database, so any API process serves them, with their type, name, length and ETag; one byte
+ * range per request (206), as browsers' media players and download resumers ask.
  */
 import { Readable } from 'node:stream';
 import Type from 'typebox';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
 import { AppError } from '../../platform/errors.js';
-import { getStoredMedia, readMedia } from '../../media/media-store.js';
+import { getStoredMedia, readMedia, type StoredMedia } from '../../media/media-store.js';
+import { UploadSchema } from '../../media/upload-record.js';
+import { MAX_FILE_NAME, UPLOAD_LIMIT, type UploadService } from '../../media/uploads.js';
 import { getMessage } from '../../messaging/message-store.js';
 import { DATA_CSP } from '../security-headers.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams } from '../schemas.js';
+import { errorResponses, IdParams, successData } from '../schemas.js';
 
 /** The first and last byte asked for, `unsatisfiable`, or undefined to answer the whole file. */
 export type ByteRange = { start: number; end: number } | 'unsatisfiable' | undefined;
@@ -50,7 +54,7 @@ export function contentDisposition(contentType: string, fileName: string | null,
 
 const Binary = Type.Unsafe<Readable | string>({ type: 'string', format: 'binary', description: 'The file' });
 
-export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = async (app, { database }) => {
+export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; uploads: UploadService }> = async (app, { database, uploads }) => {
   app.get(
     '/messages/:id/media',
     {
@@ -66,7 +70,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
           "account's, has no stored file (outgoing, or its download FAILED) or its file was pruned (EXPIRED, after MEDIA_RETENTION_DAYS).",
         params: IdParams,
         produces: ['application/octet-stream'],
-        response: { 200: Binary, 206: Binary, 304: Type.Null({ description: 'Not modified (If-None-Match)' }), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'RANGE_NOT_SATISFIABLE') },
+        response: fileResponses,
       },
     },
     async (request, reply) => {
@@ -74,33 +78,137 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
       const { id } = request.params;
       const file = await getStoredMedia(database, accountId, id);
       if (!file) throw await notStored(database, accountId, id);
-      const etag = `"${file.sha256}"`;
-      reply
-        .header('content-type', file.contentType)
-        .header('content-disposition', contentDisposition(file.contentType, file.fileName, id))
-        .header('accept-ranges', 'bytes')
-        .header('etag', etag)
-        .header('cache-control', 'private, max-age=86400')
-        // The file is whatever the sender sent: nothing in it may run, even if a browser renders it.
-        .header('content-security-policy', `${DATA_CSP}; sandbox`);
-      const ifNoneMatch = request.headers['if-none-match'];
-      if (ifNoneMatch && ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) return reply.status(304).send(null);
-      const ifRange = request.headers['if-range'];
-      const range = ifRange && ifRange !== etag ? undefined : parseRange(request.headers.range, file.sizeBytes);
-      if (range === 'unsatisfiable') {
-        throw new AppError('RANGE_NOT_SATISFIABLE', `The range ${request.headers.range} is outside the file's ${file.sizeBytes} bytes`, undefined, {
-          'content-range': `bytes */${file.sizeBytes}`,
-        });
-      }
-      const { start, end } = range ?? { start: 0, end: file.sizeBytes - 1 };
-      if (range) reply.status(206).header('content-range', `bytes ${start}-${end}/${file.sizeBytes}`);
-      reply.header('content-length', end - start + 1);
-      // HEAD (Fastify's, from this route) keeps a stream's Content-Length and drains it: an empty one reads nothing.
-      if (request.method === 'HEAD' || end < start) return reply.send(Readable.from([]));
-      return reply.send(Readable.from(readMedia(database, file, start, end)));
+      return sendFile(request, reply, database, file);
+    },
+  );
+
+  // The upload's body is the file itself, whatever its type: read as a stream, never parsed.
+  await app.register(async (plain) => {
+    plain.removeAllContentTypeParsers();
+    plain.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
+    scope.post(
+      '/media',
+      {
+        config: { scope: 'messages:send' },
+        schema: {
+          tags: ['media'], operationId: 'uploadMedia',
+          summary: 'Upload a file to send (the body is the file)',
+          description:
+            'The request body is the file\'s bytes, its `Content-Type` the file\'s type (application/octet-stream if absent), and `fileName` ' +
+            `the name a DOCUMENT is sent under. At most ${UPLOAD_LIMIT} bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it is refused before ` +
+            'the body is read); an empty body is 400. The answer\'s `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks ' +
+            'that the upload is the account\'s and fits its type\'s size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). ' +
+            'Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.',
+          querystring: Type.Object(
+            { fileName: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_FILE_NAME, pattern: '^[^/\\\\\\x00-\\x1f]+$', description: 'The file\'s name, without a path' })) },
+            { additionalProperties: false },
+          ),
+          consumes: ['*/*'],
+          body: Binary,
+          response: { 201: successData(UploadSchema), ...errorResponses('VALIDATION_ERROR', 'FORBIDDEN', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
+        },
+      },
+      async (request, reply) => {
+        if (/^multipart\//i.test(request.headers['content-type'] ?? '')) {
+          request.raw.resume();
+          throw new AppError('UNSUPPORTED_MEDIA_TYPE', "Send the file's bytes as the request body (curl --data-binary @file), not a form: multipart bodies are not taken apart");
+        }
+        const declared = Number(request.headers['content-length']);
+        const upload = await uploads.create(
+          auth(request).accountId,
+          {
+            contentType: fileType(request.headers['content-type']),
+            fileName: request.query.fileName,
+            declaredBytes: Number.isFinite(declared) ? declared : undefined,
+          },
+          request.raw,
+        );
+        return reply.status(201).send({ success: true as const, data: upload });
+      },
+    );
+  });
+
+  app.get(
+    '/media/:id',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['media'], operationId: 'getUpload',
+        summary: 'Download an uploaded file (Range requests answered)',
+        description: 'The bytes of an upload of the account, as GET /messages/{id}/media answers a message\'s file (ETag, Range, 304). 404 when it is not the account\'s, was deleted or was pruned.',
+        params: IdParams,
+        produces: ['application/octet-stream'],
+        response: fileResponses,
+      },
+    },
+    async (request, reply) => {
+      const { accountId } = auth(request);
+      const { id } = request.params;
+      const file = id.startsWith('upl_') ? await getStoredMedia(database, accountId, id) : undefined;
+      if (!file) throw new AppError('NOT_FOUND', 'Upload not found (uploads are kept MEDIA_RETENTION_DAYS)');
+      return sendFile(request, reply, database, file);
+    },
+  );
+
+  app.delete(
+    '/media/:id',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['media'], operationId: 'deleteUpload',
+        summary: 'Delete an uploaded file',
+        description: 'Sends that named it and were already sent keep what they sent; a message still waiting to be sent FAILS (MEDIA_UNREACHABLE) when its turn comes.',
+        params: IdParams,
+        response: { 200: successData(Type.Object({ id: Type.String(), deleted: Type.Literal(true) })), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => {
+      await uploads.delete(auth(request).accountId, request.params.id);
+      return { success: true as const, data: { id: request.params.id, deleted: true as const } };
     },
   );
 };
+
+const fileResponses = { 200: Binary, 206: Binary, 304: Type.Null({ description: 'Not modified (If-None-Match)' }), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'RANGE_NOT_SATISFIABLE') };
+
+/**
+ * A Content-Type header as a file's type: its media type without parameters, lower case;
+ * application/octet-stream when there is none, or it is not a media type, or it is the form type
+ * curl gives `--data-binary` by default (a file is never form-encoded).
+ */
+function fileType(header: string | undefined): string {
+  const type = header?.split(';')[0]?.trim().toLowerCase();
+  return type && type !== 'application/x-www-form-urlencoded' && /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+$/.test(type) ? type : 'application/octet-stream';
+}
+
+/** Answers a stored file: its headers, 304 for a matching ETag, one byte range (206) or all of it. */
+function sendFile(request: FastifyRequest, reply: FastifyReply, database: Database, file: StoredMedia): FastifyReply {
+  const etag = `"${file.sha256}"`;
+  reply
+    .header('content-type', file.contentType)
+    .header('content-disposition', contentDisposition(file.contentType, file.fileName, file.messageId))
+    .header('accept-ranges', 'bytes')
+    .header('etag', etag)
+    .header('cache-control', 'private, max-age=86400')
+    // The file is whatever the sender sent: nothing in it may run, even if a browser renders it.
+    .header('content-security-policy', `${DATA_CSP}; sandbox`);
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (ifNoneMatch && ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) return reply.status(304).send(null);
+  const ifRange = request.headers['if-range'];
+  const range = ifRange && ifRange !== etag ? undefined : parseRange(request.headers.range, file.sizeBytes);
+  if (range === 'unsatisfiable') {
+    throw new AppError('RANGE_NOT_SATISFIABLE', `The range ${request.headers.range} is outside the file's ${file.sizeBytes} bytes`, undefined, {
+      'content-range': `bytes */${file.sizeBytes}`,
+    });
+  }
+  const { start, end } = range ?? { start: 0, end: file.sizeBytes - 1 };
+  if (range) reply.status(206).header('content-range', `bytes ${start}-${end}/${file.sizeBytes}`);
+  reply.header('content-length', end - start + 1);
+  // HEAD (Fastify's, from this route) keeps a stream's Content-Length and drains it: an empty one reads nothing.
+  if (request.method === 'HEAD' || end < start) return reply.send(Readable.from([]));
+  return reply.send(Readable.from(readMedia(database, file, start, end)));
+}
 
 /** Why a message has no file to serve: each case says so, all 404 (another account's message is not found at all). */
 async function notStored(database: Database, accountId: string, id: string): Promise<AppError> {

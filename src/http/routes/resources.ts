@@ -25,7 +25,7 @@ export async function registerResourceRoutes(scope: FastifyInstance, services: S
   await scope.register(groupRoutes, { groups: services.groups });
   await scope.register(deviceRoutes, { devices: services.devices });
   await scope.register(messageRoutes, { messages: services.messages, bulkJobs: services.bulkJobs, idempotency: services.idempotency });
-  await scope.register(mediaRoutes, { database });
+  await scope.register(mediaRoutes, { database, uploads: services.uploads });
   await scope.register(webhookRoutes, { webhooks: services.webhooks });
   await scope.register(eventRoutes, { events: services.events });
   await scope.register(chatRoutes, { conversations: services.conversations });

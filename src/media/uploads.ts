@@ -1,0 +1,132 @@
+/**
+ * Uploads: a file sent from the computer (POST /media), kept in the media store under an id of
+ * its own (`upl_…`) for MEDIA_RETENTION_DAYS, and sent by naming its `mediaUrl` in a send, like
+ * any media URL. That URL is Waygate's own (`PUBLIC_URL/media/upl_…`, which also serves the
+ * file); a send recognises it by its path whatever its host (so a changed PUBLIC_URL or a
+ * `/v1` prefix keeps working), checks at acceptance that the account has that upload and that it
+ * fits the type's size cap, and the worker reads it from the store instead of over HTTP.
+ */
+import type { Readable } from 'node:stream';
+import type { Queryable } from '../platform/database.js';
+import { AppError, type FieldError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import type { MediaType } from '../network/network.js';
+import { fetchMedia, MEDIA_LIMITS, readMediaBody, type MediaResult } from '../outbound/media.js';
+import type { GuardedHttp } from '../outbound/ssrf.js';
+import type { Upload } from './upload-record.js';
+import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, writeMedia, type StoredMedia } from './media-store.js';
+
+/** The largest upload: the largest size cap of any type (a DOCUMENT's). */
+export const UPLOAD_LIMIT = Math.max(...Object.values(MEDIA_LIMITS));
+/** An upload's file name: what a file system allows, at most this long. */
+export const MAX_FILE_NAME = 255;
+
+/** The path of an upload, with or without the /v1 prefix; the id is newId('upl'). */
+const UPLOAD_PATH = /^(?:\/v1)?\/media\/(upl_[0-9a-z]{26})$/;
+
+/** The upload a media URL names, if it names one. */
+export function uploadIdOf(mediaUrl: string): string | undefined {
+  try {
+    return UPLOAD_PATH.exec(new URL(mediaUrl).pathname)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+export interface NewUpload {
+  contentType: string;
+  fileName: string | undefined;
+  /** The declared length, if the request has one: over UPLOAD_LIMIT, refused before a byte is read. */
+  declaredBytes: number | undefined;
+}
+
+export class UploadService {
+  constructor(
+    private readonly database: Queryable,
+    private readonly publicUrl: string,
+    private readonly retentionDays: number,
+  ) {}
+
+  /** Stores a file read from `body`, within UPLOAD_LIMIT; an empty one is refused. */
+  async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array> & Pick<Readable, 'resume'>): Promise<Upload> {
+    if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) {
+      body.resume();
+      throw tooLarge();
+    }
+    const id = newId('upl');
+    try {
+      const { sizeBytes } = await writeMedia(this.database, { messageId: id, accountId, contentType: file.contentType, fileName: file.fileName }, body, UPLOAD_LIMIT);
+      if (sizeBytes === 0) throw new AppError('VALIDATION_ERROR', 'The file is empty: send its bytes as the request body', [{ field: 'body', message: 'is empty' }]);
+      await publishMedia(this.database, id);
+    } catch (error) {
+      await discardMedia(this.database, id);
+      if (error instanceof MediaTooLargeError) throw tooLarge();
+      throw error;
+    }
+    return this.toUpload((await getStoredMedia(this.database, accountId, id))!);
+  }
+
+  /** An upload of the account, or NOT_FOUND. */
+  async get(accountId: string, id: string): Promise<Upload> {
+    const stored = id.startsWith('upl_') ? await getStoredMedia(this.database, accountId, id) : undefined;
+    if (!stored) throw notFound();
+    return this.toUpload(stored);
+  }
+
+  /** Removes an upload of the account (messages already sent from it keep what they sent). */
+  async delete(accountId: string, id: string): Promise<void> {
+    if (!id.startsWith('upl_') || !(await deleteStoredMedia(this.database, accountId, id))) throw notFound();
+  }
+
+  private toUpload(stored: StoredMedia): Upload {
+    return {
+      id: stored.messageId,
+      mediaUrl: `${this.publicUrl}/media/${stored.messageId}`,
+      contentType: stored.contentType,
+      fileName: stored.fileName,
+      sizeBytes: stored.sizeBytes,
+      sha256: stored.sha256,
+      createdAt: stored.createdAt,
+      expiresAt: new Date(stored.createdAt.getTime() + this.retentionDays * 86_400_000),
+    };
+  }
+}
+
+const notFound = (): AppError => new AppError('NOT_FOUND', 'Upload not found (uploads are kept MEDIA_RETENTION_DAYS)');
+
+const tooLarge = (): AppError =>
+  new AppError('PAYLOAD_TOO_LARGE', `The file is over ${UPLOAD_LIMIT} bytes, the largest upload (a DOCUMENT's size cap)`, { limit: UPLOAD_LIMIT });
+
+/**
+ * Why a send cannot name `mediaUrl` for a `type` message, when it names an upload: not one of
+ * the account's (or pruned), or over the type's size cap. Undefined when it is fine or names no
+ * upload.
+ */
+export async function uploadProblem(db: Queryable, accountId: string, mediaUrl: string, type: MediaType): Promise<FieldError | undefined> {
+  const id = uploadIdOf(mediaUrl);
+  if (!id) return undefined;
+  const stored = await getStoredMedia(db, accountId, id);
+  if (!stored) return { field: 'mediaUrl', message: `names upload ${id}, which this account does not have (uploads are kept MEDIA_RETENTION_DAYS)` };
+  if (stored.sizeBytes > MEDIA_LIMITS[type]) return { field: 'mediaUrl', message: `names a file of ${stored.sizeBytes} bytes; ${type} allows ${MEDIA_LIMITS[type]}` };
+  return undefined;
+}
+
+/** The file of upload `id` for a `type` message of the account, read from the store at send time. */
+export async function loadUpload(db: Queryable, accountId: string, id: string, type: MediaType): Promise<MediaResult> {
+  const stored = await getStoredMedia(db, accountId, id);
+  const gone: MediaResult = { ok: false, permanent: true, code: 'MEDIA_UNREACHABLE', message: `Upload ${id} is no longer stored (uploads are kept MEDIA_RETENTION_DAYS)` };
+  if (!stored) return gone;
+  const read = await readMediaBody(readMedia(db, stored, 0, stored.sizeBytes - 1), type, { mimeType: stored.contentType, fileName: stored.fileName ?? undefined });
+  // readMedia ends early, without an error, when the file is pruned while it is read.
+  return read.ok && read.media.data.length !== stored.sizeBytes ? gone : read;
+}
+
+/** A message's file at send time: its upload from the store, or its URL fetched through the SSRF guard. */
+export type SendMedia = (accountId: string, mediaUrl: string, type: MediaType) => Promise<MediaResult>;
+
+export function sendMediaFrom(db: Queryable, http: GuardedHttp): SendMedia {
+  return (accountId, mediaUrl, type) => {
+    const id = uploadIdOf(mediaUrl);
+    return id ? loadUpload(db, accountId, id, type) : fetchMedia(http, mediaUrl, type);
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * Uploads (POST /media, GET and DELETE /media/:id) and sending them by their mediaUrl, through
+ * the real app and a real worker on the sandbox network: the bytes round-trip, a direct send and
+ * a bulk job send the uploaded file, the type's size cap and another account's upload are
+ * refused at acceptance, a deleted upload fails the messages still waiting for it, and the body
+ * limit is enforced before the body is read.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UploadJson } from '../src/media/upload-record.js';
+import { UPLOAD_LIMIT } from '../src/media/uploads.js';
+import { createTenant, type Tenant, type TestContext } from './helpers.js';
+import {
+  createMessagingApp,
+  expectError,
+  expectFieldError,
+  expectOk,
+  linkDevice,
+  phone,
+  phones,
+  sandboxMessages,
+  sendBulk,
+  sendDirect,
+  send,
+  waitForJob,
+  waitForStatus,
+  type DataBody,
+} from './messaging-helpers.js';
+
+let ctx: TestContext;
+let tenant: Tenant;
+beforeAll(async () => {
+  ctx = await createMessagingApp();
+  tenant = await createTenant(ctx);
+  await linkDevice(ctx, tenant);
+});
+afterAll(async () => ctx.close());
+
+/** A PNG's first bytes, then `size` bytes in all. */
+function png(size: number): Buffer {
+  const file = randomBytes(size);
+  Buffer.from('89504e470d0a1a0a', 'hex').copy(file);
+  return file;
+}
+
+function upload(owner: Tenant, body: Buffer | string, contentType: string, query = '') {
+  return ctx.app.inject({ method: 'POST', url: `/media${query}`, headers: { ...owner.headers, 'content-type': contentType }, payload: body });
+}
+
+async function uploaded(owner: Tenant, body: Buffer, contentType = 'image/png', fileName = 'photo.png'): Promise<UploadJson> {
+  return expectOk<DataBody<UploadJson>>(await upload(owner, body, contentType, `?fileName=${encodeURIComponent(fileName)}`), 201).data;
+}
+
+describe('uploading a file', () => {
+  it('stores the bytes as sent and answers the record; GET serves them, with ranges', async () => {
+    const file = png(70_000);
+    const record = await uploaded(tenant, file, 'image/png; charset=binary', 'Ünïcode photo.png');
+    expect(record).toMatchObject({ contentType: 'image/png', fileName: 'Ünïcode photo.png', sizeBytes: file.length, sha256: createHash('sha256').update(file).digest('hex') });
+    expect(record.id).toMatch(/^upl_[0-9a-z]{26}$/);
+    expect(record.mediaUrl).toBe(`${ctx.config.publicUrl}/media/${record.id}`);
+    expect(Date.parse(record.expiresAt) - Date.parse(record.createdAt)).toBe(ctx.config.mediaRetentionDays * 86_400_000);
+
+    const got = await ctx.app.inject({ method: 'GET', url: `/media/${record.id}`, headers: tenant.headers });
+    expect(got.statusCode).toBe(200);
+    expect(got.headers['content-type']).toBe('image/png');
+    expect(got.headers.etag).toBe(`"${record.sha256}"`);
+    expect(got.rawPayload.equals(file)).toBe(true);
+    const part = await ctx.app.inject({ method: 'GET', url: `/v1/media/${record.id}`, headers: { ...tenant.headers, range: 'bytes=100-199' } });
+    expect(part.statusCode).toBe(206);
+    expect(part.rawPayload.equals(file.subarray(100, 200))).toBe(true);
+  });
+
+  it('takes any type of file, and application/octet-stream when none is given', async () => {
+    const json = expectOk<DataBody<UploadJson>>(await upload(tenant, '{"a":1}', 'application/json'), 201).data;
+    expect(json).toMatchObject({ contentType: 'application/json', sizeBytes: 7, fileName: null });
+    const untyped = expectOk<DataBody<UploadJson>>(
+      await ctx.app.inject({ method: 'POST', url: '/media', headers: tenant.headers, payload: Buffer.from('raw') }),
+      201,
+    ).data;
+    expect(untyped.contentType).toBe('application/octet-stream');
+    const curlDefault = expectOk<DataBody<UploadJson>>(await upload(tenant, png(10), 'application/x-www-form-urlencoded'), 201).data;
+    expect(curlDefault.contentType).toBe('application/octet-stream');
+    expectError(await upload(tenant, '--x\r\ncontent-disposition: form-data; name="file"\r\n\r\nabc\r\n--x--', 'multipart/form-data; boundary=x'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('refuses an empty file, a path as its name, and a token without messages:send', async () => {
+    expectError(await upload(tenant, Buffer.alloc(0), 'image/png'), 400, 'VALIDATION_ERROR');
+    expectError(await upload(tenant, png(100), 'image/png', '?fileName=..%2Fetc%2Fpasswd'), 400, 'VALIDATION_ERROR');
+    const reader = await createTenant(ctx, { scopes: ['messages:read'] });
+    expectError(await upload(reader, png(100), 'image/png'), 403, 'FORBIDDEN');
+  });
+
+  it('refuses a declared length over the limit before reading the body (413)', async () => {
+    const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = new URL(address);
+    let request: http.ClientRequest | undefined;
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      request = http.request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/media', headers: { ...tenant.headers, 'content-type': 'video/mp4', 'content-length': String(UPLOAD_LIMIT + 1) } },
+        (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode!, body }));
+        },
+      );
+      request.on('error', reject);
+      // A first piece only: the answer must come without the rest.
+      request.write(Buffer.alloc(1024));
+    }).finally(() => request?.destroy());
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
+  it('is another account’s to nobody: GET and DELETE answer 404', async () => {
+    const record = await uploaded(tenant, png(500));
+    const other = await createTenant(ctx);
+    expectError(await ctx.app.inject({ method: 'GET', url: `/media/${record.id}`, headers: other.headers }), 404, 'NOT_FOUND');
+    expectError(await ctx.app.inject({ method: 'DELETE', url: `/media/${record.id}`, headers: other.headers }), 404, 'NOT_FOUND');
+    expectError(await ctx.app.inject({ method: 'GET', url: '/media/upl_00000000000000000000000000', headers: tenant.headers }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('sending an upload', () => {
+  it('a direct send of an IMAGE naming the upload sends its bytes', async () => {
+    const file = png(12_345);
+    const record = await uploaded(tenant, file);
+    const to = phone();
+    const body = await sendDirect(ctx, tenant, { type: 'IMAGE', content: 'from the computer', mediaUrl: record.mediaUrl, to });
+    expect(body.message).toMatchObject({ type: 'IMAGE', mediaUrl: record.mediaUrl, status: 'SENT' });
+    const [received] = (await sandboxMessages(ctx, tenant, { to })).data;
+    expect(received).toMatchObject({ type: 'IMAGE', mediaBytes: file.length, mediaType: 'image/png', fileName: 'photo.png' });
+  });
+
+  it('a DOCUMENT goes under the upload’s file name, whatever host the URL names', async () => {
+    const record = await uploaded(tenant, Buffer.from('%PDF-1.4 a small document'), 'application/pdf', 'Invoice 42.pdf');
+    const to = phone();
+    const elsewhere = `https://waygate.example.org/v1/media/${record.id}`;
+    const body = await sendDirect(ctx, tenant, { type: 'DOCUMENT', content: 'your invoice', mediaUrl: elsewhere, to });
+    expect(body.message.status).toBe('SENT');
+    const [received] = (await sandboxMessages(ctx, tenant, { to })).data;
+    expect(received).toMatchObject({ mediaBytes: record.sizeBytes, mediaType: 'application/pdf', fileName: 'Invoice 42.pdf' });
+  });
+
+  it('a bulk job sends one upload to every recipient', async () => {
+    const record = await uploaded(tenant, png(4_000));
+    const recipients = phones(25);
+    const job = await sendBulk(ctx, tenant, { type: 'IMAGE', content: 'to all', mediaUrl: record.mediaUrl, recipients });
+    const done = await waitForJob(ctx, tenant, job.jobId, (j) => j.status === 'COMPLETED', 'COMPLETED');
+    expect(done).toMatchObject({ sentCount: 25, failedCount: 0 });
+    for (const to of recipients.slice(0, 3)) expect((await sandboxMessages(ctx, tenant, { to })).data[0]).toMatchObject({ mediaBytes: 4_000 });
+  });
+
+  it('is refused at acceptance when the account has no such upload, or it is over the type’s cap', async () => {
+    const other = await createTenant(ctx);
+    const theirs = await uploaded(other, png(300));
+    const refused = expectFieldError(await send(ctx, tenant, { type: 'IMAGE', content: '', mediaUrl: theirs.mediaUrl, to: phone() }), 'mediaUrl');
+    expect(refused.message).toContain(theirs.id);
+    expectFieldError(await send(ctx, tenant, { type: 'IMAGE', content: '', mediaUrl: `${ctx.config.publicUrl}/media/upl_00000000000000000000000000`, to: phone() }), 'mediaUrl');
+    const big = await uploaded(tenant, png(1024 * 1024 + 1), 'image/webp', 'big.webp');
+    const oversize = expectFieldError(await send(ctx, tenant, { type: 'STICKER', mediaUrl: big.mediaUrl, to: phone() }), 'mediaUrl');
+    expect(oversize.message).toContain('STICKER allows 1048576');
+  });
+
+  it('a message still waiting when its upload is deleted fails with MEDIA_UNREACHABLE', async () => {
+    const record = await uploaded(tenant, png(2_000));
+    const scheduled = expectOk<{ message: { id: string; status: string } }>(
+      await send(ctx, tenant, { type: 'IMAGE', content: '', mediaUrl: record.mediaUrl, to: phone(), scheduledAt: new Date(Date.now() + 1_500).toISOString() }),
+      202,
+    );
+    expect(scheduled.message.status).toBe('SCHEDULED');
+    expect(expectOk<DataBody<{ id: string; deleted: boolean }>>(await ctx.app.inject({ method: 'DELETE', url: `/media/${record.id}`, headers: tenant.headers })).data).toEqual({
+      id: record.id,
+      deleted: true,
+    });
+    const failed = await waitForStatus(ctx, tenant, scheduled.message.id, 'FAILED');
+    expect(failed.error).toMatchObject({ code: 'MEDIA_UNREACHABLE' });
+    expectError(await ctx.app.inject({ method: 'GET', url: `/media/${record.id}`, headers: tenant.headers }), 404, 'NOT_FOUND');
+  });
+});
