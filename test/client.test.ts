@@ -1,7 +1,7 @@
 /**
  * The typed client (client/) against the running server on a loopback port: a contact, a sandbox
  * device linked by its QR code, a direct send and a bulk job told apart by one check of `async`,
- * the job followed to COMPLETED, and a webhook delivery received on a loopback server and checked
+ * the job followed to COMPLETED, a file uploaded and sent by its mediaUrl, and a webhook delivery received on a loopback server and checked
  * with the client's verifier. Also: a 429 is retried after Retry-After with the same request and
  * idempotency key, and client/schema.d.ts is what openapi-typescript makes from the running
  * server's /openapi.json today, with the records as named types.
@@ -117,6 +117,19 @@ describe('the typed client against the running server', () => {
         return data?.data.status === 'COMPLETED' ? data.data : undefined;
       }, 20_000, 'the job COMPLETED');
       expect(job).toMatchObject<Partial<BulkJob>>({ totalContacts: 11, sentCount: 11, failedCount: 0 });
+
+      // A file from the computer: uploaded as the body (binary: the schema types it as a string), sent by its mediaUrl.
+      const photo = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.alloc(2_000, 1)]);
+      const upload = await waygate.POST('/media', {
+        params: { query: { fileName: 'menu.png' } },
+        headers: { 'content-type': 'image/png' },
+        body: photo as unknown as string,
+        bodySerializer: (body) => body,
+      });
+      expect(upload.response.status, JSON.stringify(upload.error)).toBe(201);
+      expect(upload.data!.data).toMatchObject({ contentType: 'image/png', fileName: 'menu.png', sizeBytes: photo.length });
+      const image = await waygate.POST('/messages/send', { body: { type: 'IMAGE', content: 'Our menu', mediaUrl: upload.data!.data.mediaUrl, recipients: [contact.phoneNumber] } });
+      expect(image.data).toMatchObject({ async: false, message: { type: 'IMAGE', status: 'SENT' } });
 
       const delivery = await waitFor(() => hooks.received.find((entry) => entry.body.includes('bulk_job.completed')), 20_000, 'the bulk_job.completed delivery');
       const event: WebhookEvent = verifyWebhook({ secret, headers: delivery.headers, body: delivery.body });

@@ -27,6 +27,7 @@ type Json = Record<string, unknown>;
 const TAGS: { name: string; description: string }[] = [
   { name: 'messages', description: 'Send messages (directly, or as a bulk job), read and cancel them' },
   { name: 'bulk jobs', description: 'Sends to more than 10 recipients or to groups, processed asynchronously' },
+  { name: 'media', description: 'Files uploaded from the computer, sent by naming their mediaUrl' },
   { name: 'contacts', description: "The account's address book" },
   { name: 'groups', description: 'Named sets of contacts to send to' },
   { name: 'devices', description: 'Linked numbers: add one, scan its QR code, watch its status' },
