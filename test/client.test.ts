@@ -1,10 +1,11 @@
 /**
  * The typed client (client/) against the running server on a loopback port: a contact, a sandbox
  * device linked by its QR code, a direct send and a bulk job told apart by one check of `async`,
- * the job followed to COMPLETED, a file uploaded and sent by its mediaUrl, and a webhook delivery received on a loopback server and checked
- * with the client's verifier. Also: a 429 is retried after Retry-After with the same request and
- * idempotency key, and client/schema.d.ts is what openapi-typescript makes from the running
- * server's /openapi.json today, with the records as named types.
+ * the job followed to COMPLETED, a file uploaded and sent by its mediaUrl, and a webhook delivery
+ * received on a loopback server and checked with the client's verifier. Also: a 429 is retried
+ * after Retry-After with the same request and idempotency key, and client/schema.d.ts is what
+ * openapi-typescript makes from the running server's /openapi.json today, with the records as
+ * named types.
  */
 import fs from 'node:fs';
 import http from 'node:http';

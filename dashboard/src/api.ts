@@ -40,6 +40,8 @@ export interface RequestOptions {
   body?: unknown;
   /** A raw text body (CSV import) instead of JSON. */
   text?: { contentType: string; body: string };
+  /** A file (POST /media) as the raw body, sent with its own type. */
+  file?: Blob;
   headers?: Record<string, string>;
   query?: Record<string, string | number | undefined | null>;
 }
@@ -47,8 +49,11 @@ export interface RequestOptions {
 export async function api<T>(path: string, options: RequestOptions = {}): Promise<T> {
   const method = options.method ?? 'GET';
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
-  let body: string | undefined;
-  if (options.text) {
+  let body: string | Blob | undefined;
+  if (options.file) {
+    headers['content-type'] = options.file.type || 'application/octet-stream';
+    body = options.file;
+  } else if (options.text) {
     headers['content-type'] = options.text.contentType;
     body = options.text.body;
   } else if (options.body !== undefined) {

@@ -9,9 +9,17 @@ import { api } from './api';
 import type { Message, One } from './types';
 import { formatPhone, Time } from './ui';
 
-/** A media URL the browser can load: the API's own paths go through the dashboard's session. */
+/** An upload's address (POST /media) on any host, with or without /v1: its path is what names it. */
+const UPLOAD_URL = /^(?:https?:\/\/[^/?#]+)?(?:\/v1)?(\/media\/upl_[0-9A-Za-z]{26})(?:[?#]|$)/i;
+
+/**
+ * A media URL the browser can load: the API's own paths, and the uploads an outgoing message
+ * was sent from, go through the dashboard's session.
+ */
 export function browserUrl(url: string | null): string | null {
   if (!url) return null;
+  const upload = UPLOAD_URL.exec(url);
+  if (upload) return `/dashboard/api${upload[1]}`;
   return url.startsWith('/') ? `/dashboard/api${url.replace(/^\/v1/, '')}` : url;
 }
 

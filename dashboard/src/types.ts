@@ -88,3 +88,6 @@ export type WebhookAttempt = Schemas['WebhookAttempt'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 
 export type AccountSummary = Schemas['Account'];
+
+/** POST /media: a file uploaded to send; a send takes its mediaUrl like any other address (type-only). */
+export type { UploadJson as Upload } from '../../src/media/upload-record';

@@ -10,6 +10,7 @@ import { api, ApiError, errorMessage } from '../api';
 import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
+import { UPLOAD_ACCEPT, UploadField, useUpload } from '../upload';
 
 interface ChatList {
   success: true;
@@ -232,6 +233,7 @@ function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: strin
   const [mediaUrl, setMediaUrl] = useState('');
   const [mediaType, setMediaType] = useState<(typeof MEDIA_TYPES)[number]>('IMAGE');
   const [attach, setAttach] = useState(false);
+  const upload = useUpload((uploaded) => setMediaUrl(uploaded.mediaUrl));
   const send = useMutation({
     mutationFn: () =>
       api('/messages/send', {
@@ -248,12 +250,13 @@ function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: strin
       setText('');
       setMediaUrl('');
       setAttach(false);
+      upload.reset();
       await client.invalidateQueries({ queryKey: ['chats'] });
     },
   });
   const submit = (event: FormEvent): void => {
     event.preventDefault();
-    if (text.trim() || (attach && mediaUrl.trim())) send.mutate();
+    if (!upload.isPending && (text.trim() || (attach && mediaUrl.trim()))) send.mutate();
   };
   const fieldError = (field: string): string | undefined => (send.error instanceof ApiError ? send.error.fieldMessage(field) : undefined);
   return (
@@ -277,8 +280,9 @@ function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: strin
           <input id="reply-media-url" type="url" placeholder="https://… (the file Waygate downloads and sends)" value={mediaUrl} onChange={(e) => setMediaUrl(e.target.value)} />
         </div>
       ) : null}
+      {attach ? <UploadField upload={upload} mediaUrl={mediaUrl} accept={UPLOAD_ACCEPT[mediaType]} /> : null}
       <div className="row">
-        <button type="button" className="button secondary small" aria-pressed={attach} onClick={() => setAttach(!attach)} title="Attach a file by its URL">
+        <button type="button" className="button secondary small" aria-pressed={attach} onClick={() => setAttach(!attach)} title="Attach a file: upload it, or give its URL">
           📎<span className="visually-hidden">Attach a file</span>
         </button>
         <label className="visually-hidden" htmlFor="reply-text">
@@ -297,7 +301,7 @@ function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: strin
             }
           }}
         />
-        <button type="submit" className="button primary" disabled={send.isPending}>
+        <button type="submit" className="button primary" disabled={send.isPending || upload.isPending}>
           Send
         </button>
       </div>

@@ -5,6 +5,7 @@ import { api, ApiError } from '../api';
 import { lineOfRecipient, numberProblem, readNumbers } from '../recipients';
 import type { Device, Group, Message, One, Page, SendResult } from '../types';
 import { ErrorBox, Field, formatPhone, Notice, PageHeader, StatusBadge } from '../ui';
+import { UPLOAD_ACCEPT, UploadField, useUpload } from '../upload';
 import { WatchedJob } from './JobProgress';
 
 /** Every type POST /messages/send takes from this form (REACTION and replies are made from a message, not here). */
@@ -112,7 +113,7 @@ function kindFields(type: SendType, draft: Draft): Record<string, unknown> {
 function draftProblems(type: SendType, draft: Draft): string[] {
   const problems: string[] = [];
   if (type === 'TEXT' && !draft.content.trim()) problems.push('Write the message.');
-  if (MEDIA_TYPES.has(type) && !/^https?:\/\/\S+$/i.test(draft.mediaUrl.trim())) problems.push('Give the media’s address (https://…).');
+  if (MEDIA_TYPES.has(type) && !/^https?:\/\/\S+$/i.test(draft.mediaUrl.trim())) problems.push('Give the media’s address (https://…), or upload a file.');
   if (type === 'LOCATION') {
     const lat = Number(draft.latitude);
     const lng = Number(draft.longitude);
@@ -171,6 +172,7 @@ export function SendPage() {
 
   const numbers = readNumbers(draft.numbers);
   const badLines = numbers.lines.filter((line) => line.problem);
+  const upload = useUpload((uploaded) => set('mediaUrl', uploaded.mediaUrl));
   const send = useMutation({
     mutationFn: (body: Record<string, unknown>) =>
       api<SendResult>('/messages/send', {
@@ -182,6 +184,7 @@ export function SendPage() {
     onSuccess: () => {
       // Cleared, so the same message cannot go out twice by a second click.
       setDraft(EMPTY);
+      upload.reset();
       setGroupIds([]);
       setScheduledAt('');
     },
@@ -193,7 +196,7 @@ export function SendPage() {
   const problems = draftProblems(type, draft);
   const recipients = numbers.unique.length + memberCount;
   const ready =
-    !noDevice && problems.length === 0 && badLines.length === 0 && (numbers.unique.length > 0 || groupIds.length > 0) && (when === 'now' || scheduledAt !== '');
+    !noDevice && !upload.isPending && problems.length === 0 && badLines.length === 0 && (numbers.unique.length > 0 || groupIds.length > 0) && (when === 'now' || scheduledAt !== '');
 
   const body = (): Record<string, unknown> => ({
     type,
@@ -248,9 +251,12 @@ export function SendPage() {
           </div>
         </fieldset>
         {MEDIA_TYPES.has(type) ? (
-          <Field label="Media URL" hint={`An http(s) address Waygate downloads when sending. ${MEDIA_HINTS[type] ?? ''}`}>
-            {(props) => <input {...props} type="url" required value={draft.mediaUrl} onChange={(e) => set('mediaUrl', e.target.value)} placeholder="https://…" />}
-          </Field>
+          <div className="grid-2 media-source">
+            <Field label="Media URL" hint={`An http(s) address Waygate downloads when sending. ${MEDIA_HINTS[type] ?? ''}`}>
+              {(props) => <input {...props} type="url" required value={draft.mediaUrl} onChange={(e) => set('mediaUrl', e.target.value)} placeholder="https://…" />}
+            </Field>
+            <UploadField upload={upload} mediaUrl={draft.mediaUrl} accept={UPLOAD_ACCEPT[type]} />
+          </div>
         ) : null}
         {type === 'AUDIO' ? (
           <label className="checkbox">
