@@ -12,12 +12,12 @@ import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { MediaType } from '../network/network.js';
 import { fetchMedia, MEDIA_LIMITS, readMediaBody, type MediaResult } from '../outbound/media.js';
+import { UPLOAD_LIMIT } from '../outbound/media-limits.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { Upload } from './upload-record.js';
 import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, writeMedia, type StoredMedia } from './media-store.js';
 
-/** The largest upload: the largest size cap of any type (a DOCUMENT's). */
-export const UPLOAD_LIMIT = Math.max(...Object.values(MEDIA_LIMITS));
+export { UPLOAD_LIMIT };
 /** An upload's file name: what a file system allows, at most this long. */
 export const MAX_FILE_NAME = 255;
 

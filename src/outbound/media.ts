@@ -4,13 +4,9 @@ import type { MediaType, OutgoingMedia } from '../network/network.js';
 import type { GuardedHttp } from './ssrf.js';
 import { UnsafeUrlError, unsafeCause } from './ssrf.js';
 
-export const MEDIA_LIMITS: Record<MediaType, number> = {
-  IMAGE: 5 * 1024 * 1024,
-  VIDEO: 16 * 1024 * 1024,
-  DOCUMENT: 100 * 1024 * 1024,
-  AUDIO: 16 * 1024 * 1024,
-  STICKER: 1024 * 1024,
-};
+import { SIZE_CAPS } from './media-limits.js';
+
+export const MEDIA_LIMITS: Record<MediaType, number> = SIZE_CAPS;
 
 /** A WebP file: "RIFF", 4 bytes of length, "WEBP". */
 const isWebp = (data: Buffer): boolean => data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP';

@@ -1,0 +1,75 @@
+/**
+ * Sending a file from this computer, shared by the Send page and the Inbox's reply box: the file
+ * is uploaded as soon as it is chosen (POST /media, its bytes as the body), and the page puts the
+ * upload's mediaUrl in its media URL field, which a send then takes like any other address.
+ */
+import { useMutation } from '@tanstack/react-query';
+import { UPLOAD_LIMIT } from '../../src/outbound/media-limits';
+import { api, ApiError } from './api';
+import type { One, Upload } from './types';
+import { ErrorBox, Field } from './ui';
+
+/** The most POST /media takes: a larger file is refused here, not sent whole to be refused. */
+const MAX_UPLOAD_BYTES = UPLOAD_LIMIT;
+
+/** What the chooser offers for each media type (a document may be any file). */
+export const UPLOAD_ACCEPT: Partial<Record<string, string>> = { IMAGE: 'image/*', VIDEO: 'video/*', AUDIO: 'audio/*', STICKER: 'image/webp' };
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const [value, unit] = bytes < 1024 * 1024 ? [bytes / 1024, 'KB'] : [bytes / (1024 * 1024), 'MB'];
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${unit}`;
+}
+
+/** Uploads a chosen file; `onUploaded` gets the upload (its mediaUrl goes in the page's media URL). */
+export function useUpload(onUploaded: (upload: Upload) => void) {
+  return useMutation({
+    mutationFn: async (file: File) => {
+      if (file.size > MAX_UPLOAD_BYTES) {
+        throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `${file.name} is larger than ${formatBytes(MAX_UPLOAD_BYTES)}, the most a file can be.`);
+      }
+      return (await api<One<Upload>>('/media', { method: 'POST', query: { fileName: file.name }, file })).data;
+    },
+    onSuccess: onUploaded,
+  });
+}
+
+/**
+ * "Upload a file": the chooser, then what is being uploaded, what was (while `mediaUrl` is still
+ * its address) or why not. The chooser is emptied after each choice, so the same file can be
+ * chosen again after an error.
+ */
+export function UploadField({ upload, mediaUrl, accept }: { upload: ReturnType<typeof useUpload>; mediaUrl: string; accept?: string | undefined }) {
+  const uploaded = upload.data?.mediaUrl === mediaUrl.trim() ? upload.data : undefined;
+  return (
+    <div>
+      <Field
+        label="Upload a file"
+        hint={
+          <span role="status">
+            {upload.isPending
+              ? `Uploading ${upload.variables.name}…`
+              : uploaded
+                ? `Uploaded ${uploaded.fileName ?? 'the file'} (${formatBytes(uploaded.sizeBytes)}).`
+                : 'Or choose a file on this computer: it is uploaded at once and its address filled in.'}
+          </span>
+        }
+      >
+        {(props) => (
+          <input
+            {...props}
+            type="file"
+            accept={accept}
+            disabled={upload.isPending}
+            onChange={(e) => {
+              const file = e.target.files?.[0];
+              e.target.value = '';
+              if (file) upload.mutate(file);
+            }}
+          />
+        )}
+      </Field>
+      <ErrorBox error={upload.error} title="Not uploaded." />
+    </div>
+  );
+}
