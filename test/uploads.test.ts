@@ -2,8 +2,8 @@
  * Uploads (POST /media, GET and DELETE /media/:id) and sending them by their mediaUrl, through
  * the real app and a real worker on the sandbox network: the bytes round-trip, a direct send and
  * a bulk job send the uploaded file, the type's size cap and another account's upload are
- * refused at acceptance, a deleted upload fails the messages still waiting for it, and the body
- * limit is enforced before the body is read.
+ * refused at acceptance, a deleted upload fails the messages still waiting for it, the body
+ * limit is enforced before the body is read, and an upload cut off leaves nothing behind.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -23,6 +23,7 @@ import {
   sendBulk,
   sendDirect,
   send,
+  waitFor,
   waitForJob,
   waitForStatus,
   type DataBody,
@@ -43,6 +44,16 @@ function png(size: number): Buffer {
   Buffer.from('89504e470d0a1a0a', 'hex').copy(file);
   return file;
 }
+
+let port: number | undefined;
+/** The app on a loopback port (for requests inject cannot make: a body cut off, or never sent). */
+async function listening(): Promise<number> {
+  port ??= Number(new URL(await ctx.app.listen({ port: 0, host: '127.0.0.1' })).port);
+  return port;
+}
+
+const chunksOfUnfinished = async (): Promise<number> =>
+  Number((await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM media_chunks c JOIN media m USING (message_id) WHERE m.stored_at IS NULL'))[0]!.n);
 
 function upload(owner: Tenant, body: Buffer | string, contentType: string, query = '') {
   return ctx.app.inject({ method: 'POST', url: `/media${query}`, headers: { ...owner.headers, 'content-type': contentType }, payload: body });
@@ -92,8 +103,7 @@ describe('uploading a file', () => {
   });
 
   it('refuses a declared length over the limit before reading the body (413)', async () => {
-    const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = new URL(address);
+    const port = await listening();
     let request: http.ClientRequest | undefined;
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       request = http.request(
@@ -110,6 +120,18 @@ describe('uploading a file', () => {
     }).finally(() => request?.destroy());
     expect(answer.status).toBe(413);
     expect(JSON.parse(answer.body)).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
+  it('leaves nothing behind when the client goes away halfway', async () => {
+    const port = await listening();
+    const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/media?fileName=cut.bin', headers: { ...tenant.headers, 'content-type': 'application/octet-stream', 'content-length': String(2_000_000) } });
+    request.on('error', () => undefined);
+    request.write(Buffer.alloc(700_000, 7));
+    // Two chunks of 256 KB are in the store before the client goes.
+    await waitFor(async () => (await chunksOfUnfinished()) >= 2, 10_000, 'the first chunks stored');
+    request.destroy();
+    await waitFor(async () => (await ctx.database.query('SELECT 1 FROM media WHERE stored_at IS NULL')).length === 0, 10_000, 'the unfinished upload discarded');
+    expect(await chunksOfUnfinished()).toBe(0);
   });
 
   it('is another account’s to nobody: GET and DELETE answer 404', async () => {
