@@ -5,12 +5,11 @@
  * marks of an edit, a delete for everyone and a file that could not be downloaded.
  */
 import { useQuery } from '@tanstack/react-query';
+import { uploadIdOf } from '../../src/media/upload-url';
 import { api } from './api';
 import type { Message, One } from './types';
 import { formatPhone, Time } from './ui';
 
-/** An upload's address (POST /media) on any host, with or without /v1: its path is what names it. */
-const UPLOAD_URL = /^(?:https?:\/\/[^/?#]+)?(?:\/v1)?(\/media\/upl_[0-9A-Za-z]{26})(?:[?#]|$)/i;
 
 /**
  * A media URL the browser can load: the API's own paths, and the uploads an outgoing message
@@ -18,8 +17,8 @@ const UPLOAD_URL = /^(?:https?:\/\/[^/?#]+)?(?:\/v1)?(\/media\/upl_[0-9A-Za-z]{2
  */
 export function browserUrl(url: string | null): string | null {
   if (!url) return null;
-  const upload = UPLOAD_URL.exec(url);
-  if (upload) return `/dashboard/api${upload[1]}`;
+  const upload = uploadIdOf(url);
+  if (upload) return `/dashboard/api/media/${upload}`;
   return url.startsWith('/') ? `/dashboard/api${url.replace(/^\/v1/, '')}` : url;
 }
 

@@ -15,23 +15,12 @@ import { fetchMedia, MEDIA_LIMITS, readMediaBody, type MediaResult } from '../ou
 import { UPLOAD_LIMIT } from '../outbound/media-limits.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { Upload } from './upload-record.js';
+import { uploadIdOf } from './upload-url.js';
 import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, writeMedia, type StoredMedia } from './media-store.js';
 
 export { UPLOAD_LIMIT };
 /** An upload's file name: what a file system allows, at most this long. */
 export const MAX_FILE_NAME = 255;
-
-/** The path of an upload, with or without the /v1 prefix; the id is newId('upl'). */
-const UPLOAD_PATH = /^(?:\/v1)?\/media\/(upl_[0-9a-z]{26})$/;
-
-/** The upload a media URL names, if it names one. */
-export function uploadIdOf(mediaUrl: string): string | undefined {
-  try {
-    return UPLOAD_PATH.exec(new URL(mediaUrl).pathname)?.[1];
-  } catch {
-    return undefined;
-  }
-}
 
 export interface NewUpload {
   contentType: string;
