@@ -52,14 +52,14 @@ export class UploadService {
       if (error instanceof MediaTooLargeError) throw tooLarge();
       throw error;
     }
-    return this.toUpload((await getStoredMedia(this.database, accountId, id))!);
+    return this.toUpload(await this.file(accountId, id));
   }
 
-  /** An upload of the account, or NOT_FOUND. */
-  async get(accountId: string, id: string): Promise<Upload> {
+  /** The stored file of an upload of the account (GET /media/:id serves it), or NOT_FOUND. */
+  async file(accountId: string, id: string): Promise<StoredMedia> {
     const stored = id.startsWith('upl_') ? await getStoredMedia(this.database, accountId, id) : undefined;
     if (!stored) throw notFound();
-    return this.toUpload(stored);
+    return stored;
   }
 
   /** Removes an upload of the account (messages already sent from it keep what they sent). */

@@ -143,11 +143,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
       },
     },
     async (request, reply) => {
-      const { accountId } = auth(request);
-      const { id } = request.params;
-      const file = id.startsWith('upl_') ? await getStoredMedia(database, accountId, id) : undefined;
-      if (!file) throw new AppError('NOT_FOUND', 'Upload not found (uploads are kept MEDIA_RETENTION_DAYS)');
-      return sendFile(request, reply, database, file);
+      return sendFile(request, reply, database, await uploads.file(auth(request).accountId, request.params.id));
     },
   );
 
