@@ -105,13 +105,13 @@ describe('uploading a file', () => {
   it('refuses a declared length over the limit before reading the body (413)', async () => {
     const port = await listening();
     let request: http.ClientRequest | undefined;
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const answer = await new Promise<{ status: number; connection: string | undefined; body: string }>((resolve, reject) => {
       request = http.request(
         { host: '127.0.0.1', port, method: 'POST', path: '/media', headers: { ...tenant.headers, 'content-type': 'video/mp4', 'content-length': String(UPLOAD_LIMIT + 1) } },
         (response) => {
           let body = '';
           response.on('data', (chunk: Buffer) => (body += chunk.toString()));
-          response.on('end', () => resolve({ status: response.statusCode!, body }));
+          response.on('end', () => resolve({ status: response.statusCode!, connection: response.headers.connection, body }));
         },
       );
       request.on('error', reject);
@@ -119,6 +119,8 @@ describe('uploading a file', () => {
       request.write(Buffer.alloc(1024));
     }).finally(() => request?.destroy());
     expect(answer.status).toBe(413);
+    // Nothing more of the body is read or waited for.
+    expect(answer.connection).toBe('close');
     expect(JSON.parse(answer.body)).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
   });
 

@@ -6,7 +6,6 @@
  * `/v1` prefix keeps working), checks at acceptance that the account has that upload and that it
  * fits the type's size cap, and the worker reads it from the store instead of over HTTP.
  */
-import type { Readable } from 'node:stream';
 import type { Queryable } from '../platform/database.js';
 import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -37,11 +36,8 @@ export class UploadService {
   ) {}
 
   /** Stores a file read from `body`, within UPLOAD_LIMIT; an empty one is refused. */
-  async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array> & Pick<Readable, 'resume'>): Promise<Upload> {
-    if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) {
-      body.resume();
-      throw tooLarge();
-    }
+  async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array>): Promise<Upload> {
+    if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) throw tooLarge();
     const id = newId('upl');
     try {
       const { sizeBytes } = await writeMedia(this.database, { messageId: id, accountId, contentType: file.contentType, fileName: file.fileName }, body, UPLOAD_LIMIT);
@@ -83,8 +79,9 @@ export class UploadService {
 
 const notFound = (): AppError => new AppError('NOT_FOUND', 'Upload not found (uploads are kept MEDIA_RETENTION_DAYS)');
 
+/** Answered with the connection closed: the rest of the body is not read (nor waited for). */
 const tooLarge = (): AppError =>
-  new AppError('PAYLOAD_TOO_LARGE', `The file is over ${UPLOAD_LIMIT} bytes, the largest upload (a DOCUMENT's size cap)`, { limit: UPLOAD_LIMIT });
+  new AppError('PAYLOAD_TOO_LARGE', `The file is over ${UPLOAD_LIMIT} bytes, the largest upload (a DOCUMENT's size cap)`, { limit: UPLOAD_LIMIT }, { connection: 'close' });
 
 /**
  * Why a send cannot name `mediaUrl` for a `type` message, when it names an upload: not one of

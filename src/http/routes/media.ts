@@ -111,8 +111,10 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
       },
       async (request, reply) => {
         if (/^multipart\//i.test(request.headers['content-type'] ?? '')) {
-          request.raw.resume();
-          throw new AppError('UNSUPPORTED_MEDIA_TYPE', "Send the file's bytes as the request body (curl --data-binary @file), not a form: multipart bodies are not taken apart");
+          // The body is not read: the connection closes after the answer.
+          throw new AppError('UNSUPPORTED_MEDIA_TYPE', "Send the file's bytes as the request body (curl --data-binary @file), not a form: multipart bodies are not taken apart", undefined, {
+            connection: 'close',
+          });
         }
         const declared = Number(request.headers['content-length']);
         const upload = await uploads.create(
