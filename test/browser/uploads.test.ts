@@ -148,6 +148,20 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
     await expect.poll(async () => (await newestToAlice()).status, { timeout: 30_000 }).toMatch(/^(SENT|DELIVERED|READ)$/);
   }, 120_000);
 
+  it('sends an uploaded document with no caption (the caption is optional)', async () => {
+    screenshotOnFailure('uploads-no-caption');
+    await page.goto(`${server.url}/dashboard/send`);
+    await page.getByLabel('Document', { exact: true }).check();
+    await page.getByLabel('Phone numbers').fill(`+${ALICE}`);
+    await page.getByLabel('Upload a file').setInputFiles({ name: 'terms.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.4 terms') });
+    await page.getByText('Uploaded terms.pdf').waitFor();
+    const send = page.getByRole('button', { name: 'Send', exact: true });
+    await expect.poll(() => send.isEnabled(), { timeout: 15_000 }).toBe(true);
+    await send.click();
+    await expect.poll(() => page.getByTestId('sent-status').textContent(), { timeout: 30_000 }).toMatch(/^(SENT|DELIVERED|READ)$/);
+    expect(await newestToAlice()).toMatchObject({ type: 'DOCUMENT', content: '' });
+  }, 60_000);
+
   it('says why a file was not uploaded: an empty one the server refuses, one over 100 MB the page refuses itself', async () => {
     screenshotOnFailure('uploads-refused');
     await page.goto(`${server.url}/dashboard/send`);

@@ -84,10 +84,11 @@ function kindFields(type: SendType, draft: Draft): Record<string, unknown> {
   switch (type) {
     case 'TEXT':
       return { content };
+    // The API's own types (TEXT, IMAGE, VIDEO, DOCUMENT) always have `content`: here the caption, '' for none.
     case 'IMAGE':
     case 'VIDEO':
     case 'DOCUMENT':
-      return { mediaUrl: draft.mediaUrl.trim(), ...(content ? { content } : {}) };
+      return { mediaUrl: draft.mediaUrl.trim(), content };
     case 'AUDIO':
       return { mediaUrl: draft.mediaUrl.trim(), ...(draft.voice ? { voice: true } : {}) };
     case 'STICKER':
