@@ -149,6 +149,22 @@ describe('NETWORK=whatsapp through the API', () => {
     ]);
   });
 
+  it('sends a file uploaded with POST /media: Baileys gets its bytes, type and name from the media store', async () => {
+    const pdf = Buffer.from('%PDF-1.4 an uploaded price list');
+    const uploaded = await ctx.app.inject({
+      method: 'POST',
+      url: '/media?fileName=prices.pdf',
+      headers: { ...tenant.headers, 'content-type': 'application/pdf' },
+      payload: pdf,
+    });
+    expect(uploaded.statusCode, uploaded.body).toBe(201);
+    const { mediaUrl } = json<{ data: { mediaUrl: string } }>(uploaded).data;
+    const doc = await send(ctx, tenant, { recipients: ['6281200000016'], type: 'DOCUMENT', mediaUrl, content: 'our prices', deviceId });
+    expect(json<{ message: { status: string } }>(doc).message.status).toBe('SENT');
+    const sent = socket.sent.filter((s) => s.jid === '6281200000016@s.whatsapp.net').map((s) => s.content);
+    expect(sent).toEqual([{ document: pdf, mimetype: 'application/pdf', fileName: 'prices.pdf', caption: 'our prices' }]);
+  });
+
   it('stores an incoming message and writes message.received with the sender\'s number (a @lid sender mapped)', async () => {
     socket.incoming([
       { key: { remoteJid: '6281388888888@s.whatsapp.net', id: 'INCOMING-1', fromMe: false }, message: { conversation: 'is it in stock?' } },
