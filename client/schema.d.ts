@@ -732,7 +732,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an uploaded file
-         * @description Sends that named it and were already sent keep what they sent; a message still waiting to be sent FAILS (MEDIA_UNREACHABLE) when its turn comes.
+         * @description Sends that named it and were already sent keep what they sent; a message still waiting to be sent ends FAILED (MEDIA_UNREACHABLE) when its turn comes.
          *
          *     Needs the token scope `messages:send`.
          */

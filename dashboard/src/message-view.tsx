@@ -5,11 +5,10 @@
  * marks of an edit, a delete for everyone and a file that could not be downloaded.
  */
 import { useQuery } from '@tanstack/react-query';
-import { uploadIdOf } from '../../src/media/upload-url';
+import { uploadIdOf, uploadPath } from '../../src/media/upload-url';
 import { api } from './api';
 import type { Message, One } from './types';
 import { formatPhone, Time } from './ui';
-
 
 /**
  * A media URL the browser can load: the API's own paths, and the uploads an outgoing message
@@ -18,7 +17,7 @@ import { formatPhone, Time } from './ui';
 export function browserUrl(url: string | null): string | null {
   if (!url) return null;
   const upload = uploadIdOf(url);
-  if (upload) return `/dashboard/api/media/${upload}`;
+  if (upload) return `/dashboard/api${uploadPath(upload)}`;
   return url.startsWith('/') ? `/dashboard/api${url.replace(/^\/v1/, '')}` : url;
 }
 

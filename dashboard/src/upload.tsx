@@ -9,8 +9,6 @@ import { api, ApiError } from './api';
 import type { One, Upload } from './types';
 import { ErrorBox, Field } from './ui';
 
-/** The most POST /media takes: a larger file is refused here, not sent whole to be refused. */
-const MAX_UPLOAD_BYTES = UPLOAD_LIMIT;
 
 /** What the chooser offers for each media type (a document may be any file). */
 export const UPLOAD_ACCEPT: Partial<Record<string, string>> = { IMAGE: 'image/*', VIDEO: 'video/*', AUDIO: 'audio/*', STICKER: 'image/webp' };
@@ -25,8 +23,9 @@ function formatBytes(bytes: number): string {
 export function useUpload(onUploaded: (upload: Upload) => void) {
   return useMutation({
     mutationFn: async (file: File) => {
-      if (file.size > MAX_UPLOAD_BYTES) {
-        throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `${file.name} is larger than ${formatBytes(MAX_UPLOAD_BYTES)}, the most a file can be.`);
+      // The most POST /media takes: a larger file is refused here, not sent whole to be refused.
+      if (file.size > UPLOAD_LIMIT) {
+        throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `${file.name} is larger than ${formatBytes(UPLOAD_LIMIT)}, the most a file can be.`);
       }
       return (await api<One<Upload>>('/media', { method: 'POST', query: { fileName: file.name }, file })).data;
     },

@@ -80,10 +80,11 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 }
 
 /**
- * Bodies are validated strictly (a string is not a number), but for a binary one; query and path values arrive as text
- * and are coerced to the schema's types. Each validator is compiled on its first use, not when
- * the route is registered: the app has some 300 routes (/, /v1, the dashboard) and compiling
- * them all took most of a start's CPU time; a route's first request pays a few milliseconds instead.
+ * Bodies are validated strictly (a string is not a number), but for a binary one (an upload's
+ * stream); query and path values arrive as text and are coerced to the schema's types. Each
+ * validator is compiled on its first use, not when the route is registered: the app has some
+ * 300 routes (/, /v1, the dashboard) and compiling them all took most of a start's CPU time; a
+ * route's first request pays a few milliseconds instead.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const bodyAjv = makeAjv(false);

@@ -112,7 +112,7 @@ export const PUBLISH_MEDIA_SQL = (ids: string): string =>
 
 /** Makes a written file visible on its own (an upload: no message is stored with it). */
 export async function publishMedia(db: Queryable, id: string): Promise<void> {
-  await db.query('UPDATE media SET stored_at = now() WHERE message_id = $1 AND stored_at IS NULL AND sha256 IS NOT NULL', [id]);
+  await db.query(`WITH ids AS (SELECT $1::text AS id), published AS (${PUBLISH_MEDIA_SQL('ids')}) SELECT count(*) FROM published`, [id]);
 }
 
 /** Deletes a stored file of the account, chunks and all; false if there was none. */

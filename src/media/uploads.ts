@@ -14,7 +14,7 @@ import { fetchMedia, MEDIA_LIMITS, readMediaBody, type MediaResult } from '../ou
 import { UPLOAD_LIMIT } from '../outbound/media-limits.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { Upload } from './upload-record.js';
-import { uploadIdOf } from './upload-url.js';
+import { isUploadId, uploadIdOf, uploadPath } from './upload-url.js';
 import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, writeMedia, type StoredMedia } from './media-store.js';
 
 export { UPLOAD_LIMIT };
@@ -53,20 +53,20 @@ export class UploadService {
 
   /** The stored file of an upload of the account (GET /media/:id serves it), or NOT_FOUND. */
   async file(accountId: string, id: string): Promise<StoredMedia> {
-    const stored = id.startsWith('upl_') ? await getStoredMedia(this.database, accountId, id) : undefined;
+    const stored = isUploadId(id) ? await getStoredMedia(this.database, accountId, id) : undefined;
     if (!stored) throw notFound();
     return stored;
   }
 
   /** Removes an upload of the account (messages already sent from it keep what they sent). */
   async delete(accountId: string, id: string): Promise<void> {
-    if (!id.startsWith('upl_') || !(await deleteStoredMedia(this.database, accountId, id))) throw notFound();
+    if (!isUploadId(id) || !(await deleteStoredMedia(this.database, accountId, id))) throw notFound();
   }
 
   private toUpload(stored: StoredMedia): Upload {
     return {
       id: stored.messageId,
-      mediaUrl: `${this.publicUrl}/media/${stored.messageId}`,
+      mediaUrl: `${this.publicUrl}${uploadPath(stored.messageId)}`,
       contentType: stored.contentType,
       fileName: stored.fileName,
       sizeBytes: stored.sizeBytes,

@@ -156,7 +156,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
       schema: {
         tags: ['media'], operationId: 'deleteUpload',
         summary: 'Delete an uploaded file',
-        description: 'Sends that named it and were already sent keep what they sent; a message still waiting to be sent FAILS (MEDIA_UNREACHABLE) when its turn comes.',
+        description: 'Sends that named it and were already sent keep what they sent; a message still waiting to be sent ends FAILED (MEDIA_UNREACHABLE) when its turn comes.',
         params: IdParams,
         response: { 200: successData(Type.Object({ id: Type.String(), deleted: Type.Literal(true) })), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },
