@@ -702,8 +702,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Upload a file to send (the body is the file)
-         * @description The request body is the file's bytes, its `Content-Type` the file's type (application/octet-stream if absent), and `fileName` the name a DOCUMENT is sent under. At most 104857600 bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it is refused before the body is read); an empty body is 400. The answer's `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks that the upload is the account's and fits its type's size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.
+         * Upload a file to send (the body is the file, or a form with one file part)
+         * @description The request body is the file's bytes, its `Content-Type` the file's type (application/octet-stream if absent), and `fileName` the name a DOCUMENT is sent under. A `multipart/form-data` body (an HTML form, `curl -F file=@menu.png`) works too: its one file part (any field name) is the file, with the part's type and file name (`fileName` overrides it); text fields are ignored, and a second file or a form that does not end is 400, another multipart type 415. At most 104857600 bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it, or over it and 1048576 bytes for a form, is refused before the body is read); an empty file is 400. The answer's `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks that the upload is the account's and fits its type's size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.
          *
          *     Needs the token scope `messages:send`.
          */
@@ -5680,6 +5680,13 @@ export interface operations {
         requestBody: {
             content: {
                 "*/*": string;
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file (any field name; one file part)
+                     */
+                    file: string;
+                };
             };
         };
         responses: {

@@ -6,10 +6,12 @@
  * limit is enforced before the body is read, and an upload cut off leaves nothing behind.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import http from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UploadJson } from '../src/media/upload-record.js';
-import { UPLOAD_LIMIT } from '../src/media/uploads.js';
+import { FILE_NAME_PATTERN, MAX_FILE_NAME, UPLOAD_LIMIT, uploadFileName } from '../src/media/uploads.js';
+import { FORM_OVERHEAD, readFormFile } from '../src/http/multipart.js';
 import { createTenant, type Tenant, type TestContext } from './helpers.js';
 import {
   createMessagingApp,
@@ -92,7 +94,7 @@ describe('uploading a file', () => {
     expect(untyped.contentType).toBe('application/octet-stream');
     const curlDefault = expectOk<DataBody<UploadJson>>(await upload(tenant, png(10), 'application/x-www-form-urlencoded'), 201).data;
     expect(curlDefault.contentType).toBe('application/octet-stream');
-    expectError(await upload(tenant, '--x\r\ncontent-disposition: form-data; name="file"\r\n\r\nabc\r\n--x--', 'multipart/form-data; boundary=x'), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectError(await upload(tenant, '--x\r\ncontent-type: text/plain\r\n\r\nabc\r\n--x--', 'multipart/mixed; boundary=x'), 415, 'UNSUPPORTED_MEDIA_TYPE');
   });
 
   it('refuses an empty file, a path as its name, and a token without messages:send', async () => {
@@ -142,6 +144,127 @@ describe('uploading a file', () => {
     expectError(await ctx.app.inject({ method: 'GET', url: `/media/${record.id}`, headers: other.headers }), 404, 'NOT_FOUND');
     expectError(await ctx.app.inject({ method: 'DELETE', url: `/media/${record.id}`, headers: other.headers }), 404, 'NOT_FOUND');
     expectError(await ctx.app.inject({ method: 'GET', url: '/media/upl_00000000000000000000000000', headers: tenant.headers }), 404, 'NOT_FOUND');
+  });
+});
+
+/** POSTs `form` to /media over a real connection, as a browser's fetch or `curl -F` does. */
+async function postForm(owner: Tenant, form: FormData, query = ''): Promise<{ status: number; body: { success: boolean; data?: UploadJson; error?: { code: string; message: string } } }> {
+  const response = await fetch(`http://127.0.0.1:${await listening()}/media${query}`, { method: 'POST', headers: owner.headers, body: form });
+  return { status: response.status, body: (await response.json()) as never };
+}
+
+/** A hand-written multipart body, for forms fetch will not make (cut off, two files). */
+function rawForm(parts: string[], end = '--b--\r\n'): string {
+  return parts.map((part) => `--b\r\n${part}\r\n`).join('') + end;
+}
+
+describe('uploading a file as a form (multipart/form-data)', () => {
+  it('stores the form’s file part under its own name and type; text fields are ignored', async () => {
+    const file = png(300_000);
+    const form = new FormData();
+    form.append('caption', 'ignored');
+    form.append('file', new Blob([file], { type: 'image/png' }), 'Ménu card.png');
+    const { status, body } = await postForm(tenant, form);
+    expect(status).toBe(201);
+    expect(body.data).toMatchObject({ contentType: 'image/png', fileName: 'Ménu card.png', sizeBytes: file.length, sha256: createHash('sha256').update(file).digest('hex') });
+    const got = await ctx.app.inject({ method: 'GET', url: `/media/${body.data!.id}`, headers: tenant.headers });
+    expect(got.rawPayload.equals(file)).toBe(true);
+  });
+
+  it('takes ?fileName= over the part’s name, drops a path from the part’s name, and sends the file', async () => {
+    const named = new FormData();
+    named.append('document', new Blob(['%PDF-1.4 form'], { type: 'application/pdf' }), 'scan0001.pdf');
+    const renamed = await postForm(tenant, named, '?fileName=Invoice%207.pdf');
+    expect(renamed.body.data).toMatchObject({ fileName: 'Invoice 7.pdf', contentType: 'application/pdf', sizeBytes: 13 });
+    const to = phone();
+    expect((await sendDirect(ctx, tenant, { type: 'DOCUMENT', content: '', mediaUrl: renamed.body.data!.mediaUrl, to })).message.status).toBe('SENT');
+    expect((await sandboxMessages(ctx, tenant, { to })).data[0]).toMatchObject({ fileName: 'Invoice 7.pdf', mediaType: 'application/pdf', mediaBytes: 13 });
+
+    const pathed = await upload(tenant, rawForm(['content-disposition: form-data; name="file"; filename="C:\\Users\\me\\menu.pdf"\r\ncontent-type: application/pdf\r\n\r\n%PDF']), 'multipart/form-data; boundary=b');
+    expect(expectOk<DataBody<UploadJson>>(pathed, 201).data.fileName).toBe('menu.pdf');
+  });
+
+  it('refuses a form with no file, two files, an empty file, a cut-off body or no boundary, and keeps nothing of it', async () => {
+    const before = Number((await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM media'))[0]!.n);
+    const fieldsOnly = new FormData();
+    fieldsOnly.append('file', 'not a file part');
+    const none = await postForm(tenant, fieldsOnly);
+    expect(none.status).toBe(400);
+    expect(none.body.error).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect(none.body.error!.message).toContain('no file');
+
+    const two = new FormData();
+    two.append('a', new Blob([png(1000)], { type: 'image/png' }), 'a.png');
+    two.append('b', new Blob([png(1000)], { type: 'image/png' }), 'b.png');
+    const twice = await postForm(tenant, two);
+    expect(twice.status).toBe(400);
+    expect(twice.body.error!.message).toContain('more than one file');
+
+    const empty = new FormData();
+    empty.append('file', new Blob([], { type: 'image/png' }), 'empty.png');
+    expect((await postForm(tenant, empty)).status).toBe(400);
+
+    const part = 'content-disposition: form-data; name="file"; filename="cut.png"\r\ncontent-type: image/png\r\n\r\n' + 'x'.repeat(5000);
+    expectError(await upload(tenant, `--b\r\n${part}`, 'multipart/form-data; boundary=b'), 400, 'VALIDATION_ERROR');
+    expectError(await upload(tenant, rawForm([part]), 'multipart/form-data'), 400, 'VALIDATION_ERROR');
+    expect(Number((await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM media'))[0]!.n)).toBe(before);
+  });
+
+  it('refuses a form declared over the limit and its overhead before reading it (413)', async () => {
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/media',
+      headers: { ...tenant.headers, 'content-type': 'multipart/form-data; boundary=b', 'content-length': String(UPLOAD_LIMIT + FORM_OVERHEAD + 1) },
+      payload: Readable.from([Buffer.from('--b\r\n')]),
+    });
+    expectError(response, 413, 'PAYLOAD_TOO_LARGE');
+    expect(response.headers.connection).toBe('close');
+  });
+});
+
+describe('a form part’s file name as an upload’s (uploadFileName)', () => {
+  it('keeps what follows the last slash, drops control characters, cuts to MAX_FILE_NAME, and matches the query’s pattern', () => {
+    expect(uploadFileName('C:\\scans/a\u0000b\\c\u0007d.pdf')).toBe('cd.pdf');
+    expect(uploadFileName('dir/')).toBeUndefined();
+    expect(uploadFileName(' \u0001 ')).toBeUndefined();
+    const long = uploadFileName(`${'é'.repeat(300)}.pdf`)!;
+    expect([...long]).toHaveLength(MAX_FILE_NAME);
+    for (const name of ['cd.pdf', long, 'Ménu card.png']) expect(new RegExp(FILE_NAME_PATTERN).test(name)).toBe(true);
+  });
+});
+
+describe('reading a form (readFormFile)', () => {
+  /** A request of `body`, as node:http hands it over. */
+  function request(body: string[], type = 'multipart/form-data; boundary=b'): IncomingMessage {
+    return Object.assign(Readable.from(body.map((piece) => Buffer.from(piece))), { headers: { 'content-type': type } }) as unknown as IncomingMessage;
+  }
+  const tooLarge = (): Error => new Error('too large');
+  const drain = async (file: AsyncIterable<Uint8Array>): Promise<string> => {
+    let text = '';
+    for await (const chunk of file) text += Buffer.from(chunk).toString();
+    return text;
+  };
+
+  it('hands over the file part, then ends once the form ends', async () => {
+    const file = await readFormFile(request([rawForm(['content-disposition: form-data; name="f"; filename="a.txt"\r\ncontent-type: text/csv\r\n\r\nname,phone'])]), 100, tooLarge);
+    expect(file).toMatchObject({ fileName: 'a.txt', contentType: 'text/csv' });
+    expect(await drain(file.body)).toBe('name,phone');
+  });
+
+  it('stops a body over the file limit and the form overhead, before and after the file part', async () => {
+    const padding = 'p'.repeat(FORM_OVERHEAD + 200);
+    await expect(readFormFile(request([`${padding}\r\n`, rawForm(['content-disposition: form-data; name="f"; filename="a"\r\n\r\nx'])]), 100, tooLarge)).rejects.toThrow('too large');
+    const file = await readFormFile(request([rawForm(['content-disposition: form-data; name="f"; filename="a"\r\n\r\nx', `content-disposition: form-data; name="t"\r\n\r\n${'t'.repeat(60_000)}`]).slice(0, 200), 'z'.repeat(FORM_OVERHEAD + 200)]), 100, tooLarge);
+    await expect(drain(file.body)).rejects.toThrow('too large');
+  });
+
+  it('refuses a second file even after the first was read', async () => {
+    const file = await readFormFile(
+      request([rawForm(['content-disposition: form-data; name="a"; filename="a"\r\n\r\none', 'content-disposition: form-data; name="b"; filename="b"\r\n\r\ntwo'])]),
+      100,
+      tooLarge,
+    );
+    await expect(drain(file.body)).rejects.toThrow('more than one file');
   });
 });
 

@@ -267,6 +267,11 @@ function finishOperation(operation: Json, schemas: Record<string, Json>, config:
   // The ops routes are not under /v1.
   if (isOps) operation.servers = [{ url: config.publicUrl }];
   const body = (operation.requestBody as { content?: Record<string, Json> } | undefined)?.content;
+  // A file body taken as a form too: the form's one file part.
+  const form = body?.['multipart/form-data'];
+  if (form && (form.schema as Json | undefined)?.format === 'binary') {
+    form.schema = { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary', description: 'The file (any field name; one file part)' } } };
+  }
   for (const [mediaType, media] of Object.entries(body ?? {})) {
     if (!mediaType.includes('json') || media.example !== undefined || media.examples !== undefined) continue;
     const examples = REQUEST_EXAMPLES[id];

@@ -9,6 +9,7 @@
 import type { Queryable } from '../platform/database.js';
 import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { withoutControlCharacters } from '../platform/text.js';
 import type { MediaType } from '../network/network.js';
 import { fetchMedia, MEDIA_LIMITS, readMediaBody, type MediaResult } from '../outbound/media.js';
 import { UPLOAD_LIMIT } from '../outbound/media-limits.js';
@@ -20,6 +21,18 @@ import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, pu
 export { UPLOAD_LIMIT };
 /** An upload's file name: what a file system allows, at most this long. */
 export const MAX_FILE_NAME = 255;
+/** An upload's file name has no path and no control characters (the `fileName` query's pattern). */
+export const FILE_NAME_PATTERN = '^[^/\\\\\\x00-\\x1f]+$';
+
+/**
+ * A file name a client sent with a file (a form part's) as an upload's: what follows its last
+ * slash or backslash, without control characters, cut to MAX_FILE_NAME; undefined if nothing is
+ * left. So it always matches FILE_NAME_PATTERN.
+ */
+export function uploadFileName(sent: string): string | undefined {
+  const name = [...withoutControlCharacters(sent.split(/[/\\]/).pop() ?? '')].slice(0, MAX_FILE_NAME).join('').trim();
+  return name === '' ? undefined : name;
+}
 
 export interface NewUpload {
   contentType: string;
@@ -37,7 +50,7 @@ export class UploadService {
 
   /** Stores a file read from `body`, within UPLOAD_LIMIT; an empty one is refused. */
   async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array>): Promise<Upload> {
-    if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) throw tooLarge();
+    if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) throw uploadTooLarge();
     const id = newId('upl');
     try {
       const { sizeBytes } = await writeMedia(this.database, { messageId: id, accountId, contentType: file.contentType, fileName: file.fileName }, body, UPLOAD_LIMIT);
@@ -45,7 +58,7 @@ export class UploadService {
       await publishMedia(this.database, id);
     } catch (error) {
       await discardMedia(this.database, id);
-      if (error instanceof MediaTooLargeError) throw tooLarge();
+      if (error instanceof MediaTooLargeError) throw uploadTooLarge();
       throw error;
     }
     return this.toUpload(await this.file(accountId, id));
@@ -79,8 +92,8 @@ export class UploadService {
 
 const notFound = (): AppError => new AppError('NOT_FOUND', 'Upload not found (uploads are kept MEDIA_RETENTION_DAYS)');
 
-/** Answered with the connection closed: the rest of the body is not read (nor waited for). */
-const tooLarge = (): AppError =>
+/** An upload over UPLOAD_LIMIT, answered with the connection closed: the rest of the body is not read (nor waited for). */
+export const uploadTooLarge = (): AppError =>
   new AppError('PAYLOAD_TOO_LARGE', `The file is over ${UPLOAD_LIMIT} bytes, the largest upload (a DOCUMENT's size cap)`, { limit: UPLOAD_LIMIT }, { connection: 'close' });
 
 /**

@@ -21,6 +21,11 @@ export function hasControlCharacters(text: string): boolean {
   return CONTROL_CHARACTERS.test(text);
 }
 
+/** The text with its control characters (as hasControlCharacters finds them) removed. */
+export function withoutControlCharacters(text: string): string {
+  return text.replace(new RegExp(CONTROL_CHARACTERS.source, 'g'), '');
+}
+
 /** Why no text anywhere may hold this string, or undefined when it may. */
 export function unsafeTextProblem(text: string): string | undefined {
   if (CONTROL_IN_TEXT.test(text)) return CONTROL_CHARACTERS_MESSAGE;

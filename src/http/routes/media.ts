@@ -12,8 +12,9 @@ import type { Database } from '../../platform/database.js';
 import { AppError } from '../../platform/errors.js';
 import { getStoredMedia, readMedia, type StoredMedia } from '../../media/media-store.js';
 import { UploadSchema } from '../../media/upload-record.js';
-import { MAX_FILE_NAME, UPLOAD_LIMIT, type UploadService } from '../../media/uploads.js';
+import { FILE_NAME_PATTERN, MAX_FILE_NAME, UPLOAD_LIMIT, uploadFileName, uploadTooLarge, type UploadService } from '../../media/uploads.js';
 import { getMessage } from '../../messaging/message-store.js';
+import { FORM_OVERHEAD, readFormFile } from '../multipart.js';
 import { DATA_CSP } from '../security-headers.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, successData } from '../schemas.js';
@@ -93,38 +94,47 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
         config: { scope: 'messages:send' },
         schema: {
           tags: ['media'], operationId: 'uploadMedia',
-          summary: 'Upload a file to send (the body is the file)',
+          summary: 'Upload a file to send (the body is the file, or a form with one file part)',
           description:
             'The request body is the file\'s bytes, its `Content-Type` the file\'s type (application/octet-stream if absent), and `fileName` ' +
-            `the name a DOCUMENT is sent under. At most ${UPLOAD_LIMIT} bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it is refused before ` +
-            'the body is read); an empty body is 400. The answer\'s `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks ' +
+            'the name a DOCUMENT is sent under. A `multipart/form-data` body (an HTML form, `curl -F file=@menu.png`) works too: its one file part ' +
+            '(any field name) is the file, with the part\'s type and file name (`fileName` overrides it); text fields are ignored, and a second file ' +
+            `or a form that does not end is 400, another multipart type 415. At most ${UPLOAD_LIMIT} bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it, or over it and ${FORM_OVERHEAD} bytes ` +
+            'for a form, is refused before the body is read); an empty file is 400. The answer\'s `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks ' +
             'that the upload is the account\'s and fits its type\'s size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). ' +
             'Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.',
           querystring: Type.Object(
-            { fileName: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_FILE_NAME, pattern: '^[^/\\\\\\x00-\\x1f]+$', description: 'The file\'s name, without a path' })) },
+            { fileName: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_FILE_NAME, pattern: FILE_NAME_PATTERN, description: 'The file\'s name, without a path' })) },
             { additionalProperties: false },
           ),
-          consumes: ['*/*'],
+          consumes: ['*/*', 'multipart/form-data'],
           body: Binary,
           response: { 201: successData(UploadSchema), ...errorResponses('VALIDATION_ERROR', 'FORBIDDEN', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
         },
       },
       async (request, reply) => {
-        if (/^multipart\//i.test(request.headers['content-type'] ?? '')) {
-          // The body is not read: the connection closes after the answer.
-          throw new AppError('UNSUPPORTED_MEDIA_TYPE', "Send the file's bytes as the request body (curl --data-binary @file), not a form: multipart bodies are not taken apart", undefined, {
-            connection: 'close',
-          });
-        }
+        const { accountId } = auth(request);
+        const { fileName } = request.query;
         const declared = Number(request.headers['content-length']);
+        const type = request.headers['content-type'] ?? '';
+        if (/^multipart\//i.test(type) && !/^multipart\/form-data\b/i.test(type)) {
+          throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type: ${type}; send the file's bytes as the body, or a multipart/form-data form`, undefined, { connection: 'close' });
+        }
+        if (!/^multipart\//i.test(type)) {
+          const upload = await uploads.create(
+            accountId,
+            { contentType: fileType(request.headers['content-type']), fileName, declaredBytes: Number.isFinite(declared) ? declared : undefined },
+            request.raw,
+          );
+          return reply.status(201).send({ success: true as const, data: upload });
+        }
+        // A form: its file part is the upload, under its own name and type unless ?fileName= says otherwise.
+        if (declared > UPLOAD_LIMIT + FORM_OVERHEAD) throw uploadTooLarge();
+        const form = await readFormFile(request.raw, UPLOAD_LIMIT, uploadTooLarge);
         const upload = await uploads.create(
-          auth(request).accountId,
-          {
-            contentType: fileType(request.headers['content-type']),
-            fileName: request.query.fileName,
-            declaredBytes: Number.isFinite(declared) ? declared : undefined,
-          },
-          request.raw,
+          accountId,
+          { contentType: fileType(form.contentType), fileName: fileName ?? uploadFileName(form.fileName), declaredBytes: undefined },
+          form.body,
         );
         return reply.status(201).send({ success: true as const, data: upload });
       },
