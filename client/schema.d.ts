@@ -703,7 +703,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a file to send (the body is the file, or a form with one file part)
-         * @description The request body is the file's bytes, its `Content-Type` the file's type (application/octet-stream if absent), and `fileName` the name a DOCUMENT is sent under. A `multipart/form-data` body (an HTML form, `curl -F file=@menu.png`) works too: its one file part (any field name) is the file, with the part's type and file name (`fileName` overrides it); text fields are ignored, and a second file or a form that does not end is 400, another multipart type 415. At most 104857600 bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it, or over it and 1048576 bytes for a form, is refused before the body is read); an empty file is 400. The answer's `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks that the upload is the account's and fits its type's size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.
+         * @description The request body is the file's bytes, its `Content-Type` the file's type (application/octet-stream if absent), and `fileName` the name a DOCUMENT is sent under. A `multipart/form-data` body (an HTML form, `curl -F file=@menu.png`) works too: its one file part (any field name) is the file, with the part's type and file name (`fileName` overrides it); text fields are ignored, and a second file or a form that does not end is 400, another multipart type 415. At most 104857600 bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it, or over it and 1048576 bytes for a form, is refused before the body is read); an empty file is 400. The account's uploads together hold at most its plan's `maxUploadBytes` (GET /account: `usage.uploadBytes`, `limits.uploadBytes`): a file that does not fit is 403 PLAN_LIMIT, before its body is read when its length is declared. The answer's `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks that the upload is the account's and fits its type's size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.
          *
          *     Needs the token scope `messages:send`.
          */
@@ -1446,6 +1446,8 @@ export interface components {
                 maxDevices: number | null;
                 /** @description null = unlimited */
                 maxWebhooks: number | null;
+                /** @description Bytes the uploads (POST /media) may hold at once; null = unlimited */
+                maxUploadBytes: number | null;
             };
             /** @description The current quota period, anchored on the day the plan started */
             period: {
@@ -1464,6 +1466,8 @@ export interface components {
                 /** @description Messages counted in this period */
                 messages: number;
                 contacts: number;
+                /** @description Bytes the uploads hold now */
+                uploadBytes: number;
             };
             limits: {
                 /** @description null = unlimited */
@@ -1472,6 +1476,8 @@ export interface components {
                 devices: number | null;
                 /** @description null = unlimited */
                 activeWebhooks: number | null;
+                /** @description null = unlimited */
+                uploadBytes: number | null;
             };
         };
         /**
@@ -2574,7 +2580,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description FORBIDDEN: the token lacks the route's scope (`details.requiredScope`); PLAN_LIMIT: the plan's device or webhook limit is reached. Codes: `FORBIDDEN`, `PLAN_LIMIT`. */
+        /** @description FORBIDDEN: the token lacks the route's scope (`details.requiredScope`); PLAN_LIMIT: the plan's device, webhook or upload storage limit is reached. Codes: `FORBIDDEN`, `PLAN_LIMIT`. */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3000,7 +3006,8 @@ export interface operations {
                      *           "messageQuota": 1,
                      *           "period": "month",
                      *           "maxDevices": 1,
-                     *           "maxWebhooks": 1
+                     *           "maxWebhooks": 1,
+                     *           "maxUploadBytes": 1
                      *         },
                      *         "period": {
                      *           "start": "2026-11-25T09:30:00.000Z",
@@ -3008,12 +3015,14 @@ export interface operations {
                      *         },
                      *         "usage": {
                      *           "messages": 1,
-                     *           "contacts": 1
+                     *           "contacts": 1,
+                     *           "uploadBytes": 1
                      *         },
                      *         "limits": {
                      *           "messages": 1,
                      *           "devices": 1,
-                     *           "activeWebhooks": 1
+                     *           "activeWebhooks": 1,
+                     *           "uploadBytes": 1
                      *         }
                      *       }
                      *     }

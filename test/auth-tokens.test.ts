@@ -187,9 +187,9 @@ describe('account', () => {
     expect(response.statusCode).toBe(200);
     const data = response.json().data;
     expect(data.id).toBe(tenant.accountId);
-    expect(data.plan).toEqual({ id: 'pro', name: 'Pro', messageQuota: 1000, period: 'month', maxDevices: 1, maxWebhooks: 1 });
-    expect(data.limits).toEqual({ messages: 1000, devices: 1, activeWebhooks: 1 });
-    expect(data.usage).toEqual({ messages: 0, contacts: 1 });
+    expect(data.plan).toEqual({ id: 'pro', name: 'Pro', messageQuota: 1000, period: 'month', maxDevices: 1, maxWebhooks: 1, maxUploadBytes: 1073741824 });
+    expect(data.limits).toEqual({ messages: 1000, devices: 1, activeWebhooks: 1, uploadBytes: 1073741824 });
+    expect(data.usage).toEqual({ messages: 0, contacts: 1, uploadBytes: 0 });
     const start = new Date(data.period.start).getTime();
     const end = new Date(data.period.end).getTime();
     expect(start).toBeLessThanOrEqual(Date.now());
@@ -199,10 +199,10 @@ describe('account', () => {
   it('seeds the plans exactly', async () => {
     const plans = await ctx.services.accounts.listPlans();
     expect(plans).toEqual([
-      { id: 'free', name: 'Free', messageQuota: 50, period: 'month', maxDevices: 1, maxWebhooks: 1 },
-      { id: 'pro', name: 'Pro', messageQuota: 1000, period: 'month', maxDevices: 1, maxWebhooks: 1 },
-      { id: 'unlimited', name: 'Unlimited', messageQuota: null, period: 'month', maxDevices: null, maxWebhooks: null },
-      { id: 'yearly', name: 'Yearly', messageQuota: 12000, period: 'year', maxDevices: 1, maxWebhooks: 2 },
+      { id: 'free', name: 'Free', messageQuota: 50, period: 'month', maxDevices: 1, maxWebhooks: 1, maxUploadBytes: 104857600 },
+      { id: 'pro', name: 'Pro', messageQuota: 1000, period: 'month', maxDevices: 1, maxWebhooks: 1, maxUploadBytes: 1073741824 },
+      { id: 'unlimited', name: 'Unlimited', messageQuota: null, period: 'month', maxDevices: null, maxWebhooks: null, maxUploadBytes: null },
+      { id: 'yearly', name: 'Yearly', messageQuota: 12000, period: 'year', maxDevices: 1, maxWebhooks: 2, maxUploadBytes: 2147483648 },
     ]);
   });
 

@@ -268,6 +268,61 @@ describe('reading a form (readFormFile)', () => {
   });
 });
 
+describe('the plan’s room for uploads (maxUploadBytes)', () => {
+  let small: Tenant;
+  beforeAll(async () => {
+    const plan = `tiny_${randomBytes(4).toString('hex')}`;
+    await ctx.database.query(`INSERT INTO plans (id, name, message_quota, period, max_upload_bytes) VALUES ($1, 'Tiny', NULL, 'month', 10000)`, [plan]);
+    small = await createTenant(ctx, { plan });
+  });
+  const account = async (owner: Tenant) =>
+    expectOk<DataBody<{ plan: { maxUploadBytes: number | null }; usage: { uploadBytes: number }; limits: { uploadBytes: number | null } }>>(
+      await ctx.app.inject({ method: 'GET', url: '/account', headers: owner.headers }),
+    ).data;
+
+  it('GET /account shows the bytes held and the limit; the seeded plans have theirs', async () => {
+    expect(await account(small)).toMatchObject({ plan: { maxUploadBytes: 10000 }, usage: { uploadBytes: 0 }, limits: { uploadBytes: 10000 } });
+    expect((await account(await createTenant(ctx, { plan: 'free' }))).limits.uploadBytes).toBe(100 * 1024 * 1024);
+    expect((await account(await createTenant(ctx, { plan: 'pro' }))).limits.uploadBytes).toBe(1024 * 1024 * 1024);
+    expect((await account(tenant)).limits.uploadBytes).toBeNull();
+  });
+
+  it('takes files while they fit, refuses the one that does not (403 PLAN_LIMIT), and has room again after a delete', async () => {
+    const first = await uploaded(small, png(6000));
+    expect((await account(small)).usage.uploadBytes).toBe(6000);
+    // Declared too big for the room left: refused before the body is read.
+    const declared = await upload(small, png(5000), 'image/png');
+    expectError(declared, 403, 'PLAN_LIMIT');
+    expect(declared.json().error.details).toEqual({ limit: 10000, used: 6000 });
+    // Not declared (a form): the read stops at the room left.
+    const form = new FormData();
+    form.append('file', new Blob([png(5000)], { type: 'image/png' }), 'big.png');
+    const refused = await postForm(small, form);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: 'PLAN_LIMIT' });
+    await uploaded(small, png(4000));
+    expect((await account(small)).usage.uploadBytes).toBe(10000);
+    expectError(await upload(small, png(1), 'image/png'), 403, 'PLAN_LIMIT');
+    expectOk(await ctx.app.inject({ method: 'DELETE', url: `/media/${first.id}`, headers: small.headers }));
+    await uploaded(small, png(6000));
+    expect(Number((await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM media WHERE account_id = $1 AND stored_at IS NULL', [small.accountId]))[0]!.n)).toBe(0);
+  });
+
+  it('lets concurrent uploads together hold no more than the plan', async () => {
+    const other = await createTenant(ctx, { plan: (await ctx.database.query<{ plan_id: string }>('SELECT plan_id FROM accounts WHERE id = $1', [small.accountId]))[0]!.plan_id });
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const form = new FormData();
+        form.append('file', new Blob([png(4000)], { type: 'image/png' }), 'part.png');
+        return (await postForm(other, form)).status;
+      }),
+    );
+    expect(answers.filter((status) => status === 201)).toHaveLength(2);
+    expect(answers.filter((status) => status === 403)).toHaveLength(2);
+    expect((await account(other)).usage.uploadBytes).toBe(8000);
+  });
+});
+
 describe('sending an upload', () => {
   it('a direct send of an IMAGE naming the upload sends its bytes', async () => {
     const file = png(12_345);

@@ -265,6 +265,19 @@ export function Time({ value, empty = '—', short = false }: { value: string | 
   );
 }
 
+/** A size in bytes as people read it (1024 to a KB). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
 export function formatPhone(digits: string | null | undefined): string {
   return digits ? `+${digits}` : '—';
 }

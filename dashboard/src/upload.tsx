@@ -7,17 +7,10 @@ import { useMutation } from '@tanstack/react-query';
 import { UPLOAD_LIMIT } from '../../src/outbound/media-limits';
 import { api, ApiError } from './api';
 import type { One, Upload } from './types';
-import { ErrorBox, Field } from './ui';
-
+import { ErrorBox, Field, formatBytes } from './ui';
 
 /** What the chooser offers for each media type (a document may be any file). */
 export const UPLOAD_ACCEPT: Partial<Record<string, string>> = { IMAGE: 'image/*', VIDEO: 'video/*', AUDIO: 'audio/*', STICKER: 'image/webp' };
-
-function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const [value, unit] = bytes < 1024 * 1024 ? [bytes / 1024, 'KB'] : [bytes / (1024 * 1024), 'MB'];
-  return `${value.toFixed(value < 10 ? 1 : 0)} ${unit}`;
-}
 
 /** Uploads a chosen file; `onUploaded` gets the upload (its mediaUrl goes in the page's media URL). */
 export function useUpload(onUploaded: (upload: Upload) => void) {

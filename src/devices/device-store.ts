@@ -13,6 +13,7 @@
 import type { Database, Queryable } from '../platform/database.js';
 import type { DeviceInfo } from '../network/network.js';
 import { appendEventsSql } from '../events/event-store.js';
+import { lockAccountPlan } from '../directory/account-store.js';
 import { allowedFrom, TRANSITIONS, type DeviceEvent, type DeviceStatus } from './device-states.js';
 import type { Device } from './device-record.js';
 import { maskProxyUrl } from './device-proxy.js';
@@ -144,11 +145,7 @@ export class DeviceStore {
 
   /** The plan's device limit (null: none), taking the account row lock so that concurrent adds queue. */
   async lockDeviceLimit(tx: Queryable, accountId: string): Promise<number | null> {
-    const [plan] = await tx.query<{ max_devices: number | null }>(
-      'SELECT p.max_devices FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1 FOR UPDATE OF a',
-      [accountId],
-    );
-    return plan?.max_devices ?? null;
+    return (await lockAccountPlan(tx, accountId))?.maxDevices ?? null;
   }
 
   // ---- writes from the API -----------------------------------------------------------------

@@ -5,6 +5,7 @@ import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { hashPassword } from './passwords.js';
 import type { Plan } from './plans.js';
+import { uploadBytesHeld } from '../media/media-store.js';
 import * as store from './account-store.js';
 
 export interface AccountSummary {
@@ -13,8 +14,8 @@ export interface AccountSummary {
   createdAt: Date;
   plan: Plan;
   period: { start: Date; end: Date };
-  usage: { messages: number; contacts: number };
-  limits: { messages: number | null; devices: number | null; activeWebhooks: number | null };
+  usage: { messages: number; contacts: number; uploadBytes: number };
+  limits: { messages: number | null; devices: number | null; activeWebhooks: number | null; uploadBytes: number | null };
 }
 
 export interface CreatedAccount {
@@ -119,14 +120,15 @@ export class AccountService {
     if (!account) throw new AppError('NOT_FOUND', 'Account not found');
     const { plan } = account;
     const { start, end, used } = await store.periodUsage(this.database, accountId, account.planStartedAt, plan.period, now);
+    const uploadBytes = await uploadBytesHeld(this.database, accountId);
     return {
       id: account.id,
       name: account.name,
       createdAt: account.createdAt,
       plan,
       period: { start, end },
-      usage: { messages: used, contacts: account.contactsCount },
-      limits: { messages: plan.messageQuota, devices: plan.maxDevices, activeWebhooks: plan.maxWebhooks },
+      usage: { messages: used, contacts: account.contactsCount, uploadBytes },
+      limits: { messages: plan.messageQuota, devices: plan.maxDevices, activeWebhooks: plan.maxWebhooks, uploadBytes: plan.maxUploadBytes },
     };
   }
 }

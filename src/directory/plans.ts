@@ -12,4 +12,6 @@ export interface Plan {
   period: PlanPeriod;
   maxDevices: number | null;
   maxWebhooks: number | null;
+  /** Bytes the account's uploads may hold at once. */
+  maxUploadBytes: number | null;
 }

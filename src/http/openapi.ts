@@ -56,7 +56,7 @@ const ERROR_RESPONSES: Record<number, { name: string; meaning: string; example: 
   },
   403: {
     name: 'Forbidden',
-    meaning: "FORBIDDEN: the token lacks the route's scope (`details.requiredScope`); PLAN_LIMIT: the plan's device or webhook limit is reached",
+    meaning: "FORBIDDEN: the token lacks the route's scope (`details.requiredScope`); PLAN_LIMIT: the plan's device, webhook or upload storage limit is reached",
     example: { code: 'FORBIDDEN', message: 'This token does not have the messages:send scope', details: { requiredScope: 'messages:send' } },
   },
   404: { name: 'NotFound', meaning: "No such resource in this account (another account's ids answer the same)", example: { code: 'NOT_FOUND', message: 'Contact not found' } },

@@ -20,6 +20,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../platform/database.js';
+import { UPLOAD_ID_PATTERN } from './upload-url.js';
 
 /** Bytes per media_chunks row: a statement of some tens of milliseconds on PGlite. */
 export const CHUNK_SIZE = 256 * 1024;
@@ -119,6 +120,15 @@ export async function publishMedia(db: Queryable, id: string): Promise<void> {
 export async function deleteStoredMedia(db: Queryable, accountId: string, id: string): Promise<boolean> {
   const rows = await db.query('DELETE FROM media WHERE message_id = $1 AND account_id = $2 AND stored_at IS NOT NULL RETURNING 1', [id, accountId]);
   return rows.length > 0;
+}
+
+/** The bytes the account's uploads hold (stored ones: a file being written does not count yet). */
+export async function uploadBytesHeld(db: Queryable, accountId: string): Promise<number> {
+  const [row] = await db.query<{ bytes: number }>(
+    'SELECT coalesce(sum(size_bytes), 0)::float8 AS bytes FROM media WHERE account_id = $1 AND message_id ~ $2 AND stored_at IS NOT NULL',
+    [accountId, UPLOAD_ID_PATTERN],
+  );
+  return row!.bytes;
 }
 
 /** A stored file of the account (undefined: none, another account's, not finished, or pruned). */

@@ -4,7 +4,9 @@
  */
 const UPLOAD_ID = 'upl_[0-9a-z]{26}';
 const UPLOAD_PATH = new RegExp(`^(?:/v1)?/media/(${UPLOAD_ID})$`);
-const IS_UPLOAD_ID = new RegExp(`^${UPLOAD_ID}$`);
+/** An upload's whole id, as a pattern (PostgreSQL's `~` reads it the same). */
+export const UPLOAD_ID_PATTERN = `^${UPLOAD_ID}$`;
+const IS_UPLOAD_ID = new RegExp(UPLOAD_ID_PATTERN);
 
 /** Whether `id` is an upload's (the media store also keys incoming messages' files by their ids). */
 export const isUploadId = (id: string): boolean => IS_UPLOAD_ID.test(id);

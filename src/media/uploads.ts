@@ -6,7 +6,8 @@
  * `/v1` prefix keeps working), checks at acceptance that the account has that upload and that it
  * fits the type's size cap, and the worker reads it from the store instead of over HTTP.
  */
-import type { Queryable } from '../platform/database.js';
+import type { Database, Queryable } from '../platform/database.js';
+import { accountPlanLimits, lockAccountPlan } from '../directory/account-store.js';
 import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { withoutControlCharacters } from '../platform/text.js';
@@ -16,7 +17,7 @@ import { UPLOAD_LIMIT } from '../outbound/media-limits.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { Upload } from './upload-record.js';
 import { isUploadId, uploadIdOf, uploadPath } from './upload-url.js';
-import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, writeMedia, type StoredMedia } from './media-store.js';
+import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, uploadBytesHeld, writeMedia, type StoredMedia } from './media-store.js';
 
 export { UPLOAD_LIMIT };
 /** An upload's file name: what a file system allows, at most this long. */
@@ -43,25 +44,51 @@ export interface NewUpload {
 
 export class UploadService {
   constructor(
-    private readonly database: Queryable,
+    private readonly database: Database,
     private readonly publicUrl: string,
     private readonly retentionDays: number,
   ) {}
 
-  /** Stores a file read from `body`, within UPLOAD_LIMIT; an empty one is refused. */
+  /**
+   * Stores a file read from `body`, within UPLOAD_LIMIT and the room the plan's maxUploadBytes
+   * leaves; an empty one is refused. The room is looked at first (a declared length that cannot
+   * fit, or no room at all, is refused before a byte is read), bounds the read, and is checked
+   * again under the account lock when the file is published, so concurrent uploads cannot
+   * together pass the plan.
+   */
   async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array>): Promise<Upload> {
     if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) throw uploadTooLarge();
+    const room = await this.room(this.database, accountId, (await accountPlanLimits(this.database, accountId))?.maxUploadBytes ?? null);
+    if (room.free <= 0 || (file.declaredBytes !== undefined && file.declaredBytes > room.free)) throw room.full(file.declaredBytes);
     const id = newId('upl');
     try {
-      const { sizeBytes } = await writeMedia(this.database, { messageId: id, accountId, contentType: file.contentType, fileName: file.fileName }, body, UPLOAD_LIMIT);
+      const { sizeBytes } = await writeMedia(this.database, { messageId: id, accountId, contentType: file.contentType, fileName: file.fileName }, body, Math.min(UPLOAD_LIMIT, room.free));
       if (sizeBytes === 0) throw new AppError('VALIDATION_ERROR', 'The file is empty: send its bytes as the request body', [{ field: 'body', message: 'is empty' }]);
-      await publishMedia(this.database, id);
+      await this.database.transaction(async (tx) => {
+        const now = await this.room(tx, accountId, (await lockAccountPlan(tx, accountId))?.maxUploadBytes ?? null);
+        if (sizeBytes > now.free) throw now.full(sizeBytes);
+        await publishMedia(tx, id);
+      });
     } catch (error) {
       await discardMedia(this.database, id);
-      if (error instanceof MediaTooLargeError) throw uploadTooLarge();
+      if (error instanceof MediaTooLargeError) throw error.limit < UPLOAD_LIMIT ? room.full(undefined) : uploadTooLarge();
       throw error;
     }
     return this.toUpload(await this.file(accountId, id));
+  }
+
+  /** What the plan's limit (null: none) leaves of the account's upload storage, and the refusal when a file does not fit. */
+  private async room(db: Queryable, accountId: string, limit: number | null): Promise<{ free: number; full: (size: number | undefined) => AppError }> {
+    if (limit === null) return { free: Number.POSITIVE_INFINITY, full: () => uploadTooLarge() };
+    const used = await uploadBytesHeld(db, accountId);
+    const full = (size: number | undefined): AppError =>
+      new AppError(
+        'PLAN_LIMIT',
+        `Your plan's uploads may hold ${limit} bytes and hold ${used}${size === undefined ? '' : `; this file of ${size} bytes does not fit`}: delete uploads you no longer need (DELETE /media/{id}) or upgrade the plan`,
+        { limit, used },
+        { connection: 'close' },
+      );
+    return { free: limit - used, full };
   }
 
   /** The stored file of an upload of the account (GET /media/:id serves it), or NOT_FOUND. */

@@ -19,6 +19,8 @@ export const plans = pgTable('plans', {
   maxDevices: integer('max_devices'),
   /** Active webhook endpoints; null means unlimited. */
   maxWebhooks: integer('max_webhooks'),
+  /** Bytes the account's uploads (POST /media) may hold at once; null means unlimited. */
+  maxUploadBytes: bigint('max_upload_bytes', { mode: 'number' }),
 });
 
 export const accounts = pgTable('accounts', {

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api';
 import type { AccountSummary, One } from '../types';
-import { ErrorBox, Loading, PageHeader, Time } from '../ui';
+import { ErrorBox, formatBytes, Loading, PageHeader, Time } from '../ui';
 
 export function PlanPage() {
   const account = useQuery({ queryKey: ['account'], queryFn: () => api<One<AccountSummary>>('/account'), refetchInterval: 15_000 });
@@ -30,9 +30,11 @@ export function PlanPage() {
             <Stat label="Devices" used={devices.data?.meta.total} limit={summary.limits.devices} />
             <Stat label="Active webhooks" used={webhooks.data?.data.filter((hook) => hook.active).length} limit={summary.limits.activeWebhooks} />
             <Stat label="Contacts" used={summary.usage.contacts} limit={null} />
+            <Stat label="Uploaded files" used={summary.usage.uploadBytes} limit={summary.limits.uploadBytes} format={formatBytes} />
           </div>
           <p className="small muted">
-            A message counts when it is accepted, once per recipient, and is refunded if it ends failed or cancelled. Plans are changed by the
+            A message counts when it is accepted, once per recipient, and is refunded if it ends failed or cancelled. Uploaded files count until
+            they are deleted or pruned. Plans are changed by the
             administrator (<code>waygate accounts set-plan</code>).
           </p>
         </>
@@ -68,13 +70,13 @@ function Quota({ label, used, limit, resetsAt }: { label: string; used: number; 
   );
 }
 
-function Stat({ label, used, limit }: { label: string; used: number | undefined; limit: number | null }) {
+function Stat({ label, used, limit, format = (n) => n.toLocaleString() }: { label: string; used: number | undefined; limit: number | null; format?: (n: number) => string }) {
   return (
     <div className="card stat">
       <div className="muted small">{label}</div>
       <div className="stat-value">
-        {used === undefined ? '…' : used.toLocaleString()}
-        <span className="muted small"> {limit === null ? 'no limit' : `of ${limit.toLocaleString()}`}</span>
+        {used === undefined ? '…' : format(used)}
+        <span className="muted small"> {limit === null ? 'no limit' : `of ${format(limit)}`}</span>
       </div>
     </div>
   );

@@ -19,10 +19,15 @@ const AccountSchema = Type.Object({
     period: Type.Union([Type.Literal('month'), Type.Literal('year')]),
     maxDevices: NullableInt,
     maxWebhooks: NullableInt,
+    maxUploadBytes: Type.Union([Type.Integer(), Type.Null()], { description: 'Bytes the uploads (POST /media) may hold at once; null = unlimited' }),
   }),
   period: Type.Object({ start: Timestamp, end: Timestamp }, { description: 'The current quota period, anchored on the day the plan started' }),
-  usage: Type.Object({ messages: Type.Integer({ description: 'Messages counted in this period' }), contacts: Type.Integer() }),
-  limits: Type.Object({ messages: NullableInt, devices: NullableInt, activeWebhooks: NullableInt }),
+  usage: Type.Object({
+    messages: Type.Integer({ description: 'Messages counted in this period' }),
+    contacts: Type.Integer(),
+    uploadBytes: Type.Integer({ description: 'Bytes the uploads hold now' }),
+  }),
+  limits: Type.Object({ messages: NullableInt, devices: NullableInt, activeWebhooks: NullableInt, uploadBytes: NullableInt }),
 }, { title: 'Account' });
 
 export const accountRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService; overview: OverviewService }> = async (app, { accounts, overview }) => {

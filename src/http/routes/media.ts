@@ -100,7 +100,9 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
             'the name a DOCUMENT is sent under. A `multipart/form-data` body (an HTML form, `curl -F file=@menu.png`) works too: its one file part ' +
             '(any field name) is the file, with the part\'s type and file name (`fileName` overrides it); text fields are ignored, and a second file ' +
             `or a form that does not end is 400, another multipart type 415. At most ${UPLOAD_LIMIT} bytes (413 PAYLOAD_TOO_LARGE; a declared Content-Length over it, or over it and ${FORM_OVERHEAD} bytes ` +
-            'for a form, is refused before the body is read); an empty file is 400. The answer\'s `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks ' +
+            'for a form, is refused before the body is read); an empty file is 400. The account\'s uploads together hold at most its plan\'s `maxUploadBytes` ' +
+            '(GET /account: `usage.uploadBytes`, `limits.uploadBytes`): a file that does not fit is 403 PLAN_LIMIT, before its body is read when its length ' +
+            'is declared. The answer\'s `mediaUrl` is what a send names in `mediaUrl` to send the file; the send checks ' +
             'that the upload is the account\'s and fits its type\'s size cap (IMAGE 5 MB, VIDEO and AUDIO 16 MB, DOCUMENT 100 MB, STICKER 1 MB and WebP). ' +
             'Uploads are kept MEDIA_RETENTION_DAYS (`expiresAt`); one upload can be sent any number of times, in any number of sends and bulk jobs.',
           querystring: Type.Object(
@@ -109,7 +111,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
           ),
           consumes: ['*/*', 'multipart/form-data'],
           body: Binary,
-          response: { 201: successData(UploadSchema), ...errorResponses('VALIDATION_ERROR', 'FORBIDDEN', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
+          response: { 201: successData(UploadSchema), ...errorResponses('VALIDATION_ERROR', 'FORBIDDEN', 'PLAN_LIMIT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE') },
         },
       },
       async (request, reply) => {
