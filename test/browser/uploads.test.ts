@@ -3,13 +3,15 @@
  * on the sandbox: a PNG chosen on the Send page is uploaded at once (the send waits meanwhile),
  * its address fills the media URL, the IMAGE goes out and reaches SENT, and the Messages page and
  * the Inbox show it from the upload; the Inbox's reply box uploads and sends one too. An empty
- * file the server refuses, and one over 100 MB the page refuses itself, are said so.
+ * file the server refuses, and one over 100 MB the page refuses itself, are said so; so is one
+ * over the plan's room for uploads, which the Plan page shows.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Locator, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import type { Database } from '../../src/platform/database.js';
 import { openTestDatabase } from '../helpers.js';
 import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
@@ -27,6 +29,7 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAQAAAADCAIAAAA7ljmRAAAAKUlEQVR
 const UPLOAD_URL = /^https?:\/\/[^/]+\/media\/(upl_[0-9A-Za-z]{26})$/;
 
 let server: DashboardServer;
+let database: Database;
 let browser: Browser;
 let page: Page;
 let deviceId = '';
@@ -63,7 +66,8 @@ async function holdUploads(): Promise<{ release: () => void }> {
 describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
   beforeAll(async () => {
     await ensureDashboardBuilt();
-    server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '200' });
+    database = await openTestDatabase();
+    server = await startDashboardServer(database, { SANDBOX_RECEIPT_MS: '200' });
     ({ deviceId, api: publicApi } = await accountWithDevice(server, { email: EMAIL, password: PASSWORD, phoneNumber: ME }));
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'waygate-uploads-'));
     browser = await launchBrowser();
@@ -198,5 +202,26 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
     // A URL can still be typed instead.
     await page.getByLabel('Media URL').fill('https://example.com/menu.pdf');
     await expect.poll(() => send.isEnabled(), { timeout: 15_000 }).toBe(true);
+  }, 60_000);
+
+  it('shows on the Plan page what the uploads hold against the plan, and says why a file that does not fit was not uploaded', async () => {
+    screenshotOnFailure('uploads-plan');
+    const { id: accountId } = (await publicApi<{ data: { id: string } }>('GET', '/account')).data;
+    const held = (await publicApi<{ data: { usage: { uploadBytes: number } } }>('GET', '/account')).data.usage.uploadBytes;
+    // A plan with room for what is held and 2 KB more.
+    await database.query(`INSERT INTO plans (id, name, message_quota, period, max_upload_bytes) VALUES ('small_uploads', 'Small uploads', NULL, 'month', $1)`, [held + 2048]);
+    await server.services.accounts.setPlan(accountId, 'small_uploads');
+
+    await page.goto(`${server.url}/dashboard/plan`);
+    const card = page.locator('.stat', { hasText: 'Uploaded files' });
+    await expect.poll(() => card.textContent()).toContain(`of ${((held + 2048) / 1024).toFixed(held + 2048 < 10 * 1024 ? 1 : 0)} KB`);
+
+    await page.goto(`${server.url}/dashboard/send`);
+    await page.getByLabel('Document', { exact: true }).check();
+    await page.getByLabel('Upload a file').setInputFiles({ name: 'big.pdf', mimeType: 'application/pdf', buffer: Buffer.alloc(4096, 1) });
+    const refused = page.locator('.alert-error', { hasText: 'Not uploaded.' });
+    await refused.waitFor();
+    expect(await refused.textContent()).toContain("Your plan's uploads may hold");
+    expect(await page.getByLabel('Media URL').inputValue()).toBe('');
   }, 60_000);
 });
