@@ -1222,6 +1222,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sandbox/reads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the read receipts the network received (sandbox)
+         * @description The read receipts the devices of this account sent for messages they received (POST /messages/{id}/read, or the blue ticks of a chat read), newest first, one per message: `networkMessageId` is what POST /sandbox/incoming answered when the message was played.
+         *
+         *     Needs the token scope `messages:read`.
+         */
+        get: operations["sandboxListReads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.received": {
@@ -7731,6 +7753,76 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: components["schemas"]["SandboxMessage"][];
+                        meta: components["schemas"]["PageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sandboxListReads: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Items per page; values above 100 are clamped to 100 */
+                limit?: number;
+                deviceId?: string;
+                /** @description The sender's number, or a group chat (<digits>@g.us) */
+                chat?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "deviceId": "string",
+                     *           "networkMessageId": "string",
+                     *           "chat": "string",
+                     *           "readAt": "2026-11-25T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total": 1,
+                     *         "page": 1,
+                     *         "limit": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            deviceId: string;
+                            /** @description The message read, as POST /sandbox/incoming answered it */
+                            networkMessageId: string;
+                            /** @description The sender's number, or a group chat (<digits>@g.us) */
+                            chat: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            readAt: string;
+                        }[];
                         meta: components["schemas"]["PageMeta"];
                     };
                 };

@@ -232,6 +232,25 @@ describe('read receipts (POST /messages/:id/read)', () => {
     const ours = (await sendDirect(ctx, tenant, { type: 'TEXT', content: 'yes', to: from })).message;
     expectError(await call(ctx, tenant, 'POST', `/messages/${ours.id}/read`), 409, 'CONFLICT');
   });
+
+  it('GET /sandbox/reads lists the receipts the network got, with their chat, to their account only', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const [alice, bob] = [phone(), phone()];
+    const first = await incoming(tenant, device.id, alice, 'one');
+    const second = await incoming(tenant, device.id, bob, 'two');
+    for (const message of [first, second]) expectOk(await call(ctx, tenant, 'POST', `/messages/${message.id}/read`));
+    type Reads = { data: { deviceId: string; networkMessageId: string; chat: string | null; readAt: string }[]; meta: { total: number } };
+    const list = async (owner: Tenant, query = '') => expectOk<Reads>(await call(ctx, owner, 'GET', `/sandbox/reads${query}`));
+    await waitFor(async () => (await list(tenant)).meta.total === 2, 15_000, 'both receipts on the network');
+    const networkIds = await ctx.database.query<{ id: string; network_message_id: string }>('SELECT id, network_message_id FROM messages WHERE id = ANY($1::text[])', [[first.id, second.id]]);
+    const networkIdOf = (id: string) => networkIds.find((row) => row.id === id)!.network_message_id;
+    const fromAlice = await list(tenant, `?chat=%2B${alice}`);
+    expect(fromAlice.data).toEqual([{ deviceId: device.id, networkMessageId: networkIdOf(first.id), chat: alice, readAt: expect.any(String) }]);
+    expect((await list(tenant, `?deviceId=${device.id}&chat=${bob}`)).data.map((read) => read.networkMessageId)).toEqual([networkIdOf(second.id)]);
+    expect((await list(await createTenant(ctx))).meta.total).toBe(0);
+    expectError(await call(ctx, tenant, 'GET', '/sandbox/reads?chat=12'), 400, 'VALIDATION_ERROR');
+  });
 });
 
 describe('the other side edits and deletes its messages (the sandbox plays them)', () => {

@@ -523,6 +523,8 @@ export const sandboxReads = pgTable(
   {
     deviceId: text('device_id').notNull(),
     networkMessageId: text('network_message_id').notNull(),
+    /** The chat the message is in (the sender's number, or a group chat). */
+    chat: text('chat'),
     readAt: ts('read_at').notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.deviceId, t.networkMessageId] })],

@@ -27,6 +27,13 @@ function httpUrl(raw: string, field: string): string {
   }
 }
 
+const SandboxRead = Type.Object({
+  deviceId: Type.String(),
+  networkMessageId: Type.String({ description: 'The message read, as POST /sandbox/incoming answered it' }),
+  chat: Type.Union([Type.String(), Type.Null()], { description: "The sender's number, or a group chat (<digits>@g.us)" }),
+  readAt: Timestamp,
+});
+
 const SandboxMessage = Type.Object({
   networkMessageId: Type.String(),
   deviceId: Type.String(),
@@ -394,6 +401,38 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       const { page = 1, to, deviceId } = request.query;
       const limit = Math.min(request.query.limit ?? 50, 1000);
       const { total, items } = await world.listMessages(accountId, { to: to ? digits(to, 'to') : undefined, deviceId }, limit, (page - 1) * limit);
+      return { success: true as const, data: items, meta: { total, page, limit } };
+    },
+  );
+
+  app.get(
+    '/sandbox/reads',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['sandbox'],
+        operationId: 'sandboxListReads',
+        summary: 'List the read receipts the network received (sandbox)',
+        description:
+          'The read receipts the devices of this account sent for messages they received (POST /messages/{id}/read, or the blue ticks of a chat read), ' +
+          'newest first, one per message: `networkMessageId` is what POST /sandbox/incoming answered when the message was played.',
+        querystring: Type.Object(
+          {
+            ...PageQuery,
+            deviceId: Type.Optional(Type.String({ maxLength: 100 })),
+            chat: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The sender's number, or a group chat (<digits>@g.us)" })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: successPage(SandboxRead), ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const { accountId } = auth(request);
+      const { page = 1, deviceId, chat } = request.query;
+      const limit = Math.min(request.query.limit ?? 50, 1000);
+      const filter = { deviceId, chat: chat === undefined || chat.endsWith('@g.us') ? chat : digits(chat, 'chat') };
+      const { total, items } = await world.listReads(accountId, filter, limit, (page - 1) * limit);
       return { success: true as const, data: items, meta: { total, page, limit } };
     },
   );

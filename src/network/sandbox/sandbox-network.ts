@@ -139,7 +139,7 @@ class SandboxSession implements NetworkSession {
 
   markRead(target: MessageRef): Promise<SendResult> {
     return this.whenLinked(async () => {
-      await this.network.world.markRead(this.device.id, target.networkMessageId);
+      await this.network.world.markRead(this.device.id, target.networkMessageId, target.chat);
       return { ok: true };
     });
   }

@@ -61,6 +61,15 @@ function payloadOf(message: OutgoingMessage): string | null {
   return Object.keys(payload).length > 0 ? JSON.stringify(payload) : null;
 }
 
+/** A read receipt the sandbox network saw from a device. */
+export interface SandboxReadView {
+  deviceId: string;
+  networkMessageId: string;
+  /** The sender's number, or a group chat (<digits>@g.us); null for a receipt kept before it was recorded. */
+  chat: string | null;
+  readAt: Date;
+}
+
 export interface SandboxMessageView {
   networkMessageId: string;
   deviceId: string;
@@ -455,12 +464,36 @@ export class SandboxWorld {
     return { ok: false, permanent: true, code, message: `The network's window to ${editing ? 'edit' : 'delete'} the message has passed` };
   }
 
-  /** The device's read receipt for a message it received (kept once). */
-  async markRead(deviceId: string, networkMessageId: string): Promise<void> {
+  /** The device's read receipt for a message it received in `chat` (kept once, the first). */
+  async markRead(deviceId: string, networkMessageId: string, chat: string): Promise<void> {
     await this.database.query(
-      'INSERT INTO sandbox_reads (device_id, network_message_id) VALUES ($1, $2) ON CONFLICT (device_id, network_message_id) DO NOTHING',
-      [deviceId, networkMessageId],
+      'INSERT INTO sandbox_reads (device_id, network_message_id, chat) VALUES ($1, $2, $3) ON CONFLICT (device_id, network_message_id) DO NOTHING',
+      [deviceId, networkMessageId, chat],
     );
+  }
+
+  /** The read receipts the account's devices sent, newest first. */
+  async listReads(accountId: string, filter: { deviceId?: string | undefined; chat?: string | undefined }, limit: number, offset: number): Promise<{ total: number; items: SandboxReadView[] }> {
+    const where = ['d.account_id = $1'];
+    const params: unknown[] = [accountId];
+    if (filter.deviceId) {
+      params.push(filter.deviceId);
+      where.push(`r.device_id = $${params.length}`);
+    }
+    if (filter.chat) {
+      params.push(filter.chat);
+      where.push(`r.chat = $${params.length}`);
+    }
+    const from = `sandbox_reads r JOIN devices d ON d.id = r.device_id WHERE ${where.join(' AND ')}`;
+    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, params);
+    const rows = await this.database.query<{ device_id: string; network_message_id: string; chat: string | null; read_at: Date }>(
+      `SELECT r.device_id, r.network_message_id, r.chat, r.read_at FROM ${from} ORDER BY r.read_at DESC, r.network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, limit, offset],
+    );
+    return {
+      total: count?.n ?? 0,
+      items: rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, chat: r.chat, readAt: r.read_at })),
+    };
   }
 
   /**
