@@ -206,7 +206,7 @@ export class WebhookDelivery {
       });
       answer.statusCode = response.status;
       answer.retryAfter = retryAfterMs(response.header('retry-after') ?? null);
-      if (NULL_BODY_STATUSES.has(response.status)) response.body.destroy();
+      if (NULL_BODY_STATUSES.has(response.status)) await response.discard();
       else answer.excerpt = await readExcerpt(response.body);
     } catch (caught) {
       if (this.abandon.signal.aborted) return undefined;

@@ -96,7 +96,16 @@ export interface GuardedResponse {
   /** A header by its lower-case name (the first value when it is repeated). */
   header(name: string): string | undefined;
   body: Readable;
+  /**
+   * Lets go of a body the caller does not read: a small one (an empty 204's) is drained so the
+   * connection is reused, a larger one is cut off. Unlike destroying it, draining builds no error
+   * (undici makes one, with its stack, for every body destroyed before its end).
+   */
+  discard(): Promise<void>;
 }
+
+/** The most of a body discard() drains; past it the body is cut off. */
+const DISCARD_LIMIT = 64 * 1024;
 
 export class GuardedHttp {
   private readonly agent: Agent;
@@ -160,6 +169,10 @@ export class GuardedHttp {
         return Array.isArray(value) ? value[0] : value;
       },
       body: response.body,
+      discard: () => response.body.dump({ limit: DISCARD_LIMIT }).then(
+        () => undefined,
+        () => undefined,
+      ),
     };
   }
 
