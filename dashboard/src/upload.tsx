@@ -4,21 +4,30 @@
  * upload's mediaUrl in its media URL field, which a send then takes like any other address.
  */
 import { useMutation } from '@tanstack/react-query';
-import { UPLOAD_LIMIT } from '../../src/outbound/media-limits';
+import { SIZE_CAPS, UPLOAD_LIMIT } from '../../src/outbound/media-limits';
 import { api, ApiError } from './api';
 import type { One, Upload } from './types';
 import { ErrorBox, Field, formatBytes } from './ui';
 
 /** What the chooser offers for each media type (a document may be any file). */
-export const UPLOAD_ACCEPT: Partial<Record<string, string>> = { IMAGE: 'image/*', VIDEO: 'video/*', AUDIO: 'audio/*', STICKER: 'image/webp' };
+const UPLOAD_ACCEPT: Partial<Record<string, string>> = { IMAGE: 'image/*', VIDEO: 'video/*', AUDIO: 'audio/*', STICKER: 'image/webp' };
 
 /** Uploads a chosen file; `onUploaded` gets the upload (its mediaUrl goes in the page's media URL). */
 export function useUpload(onUploaded: (upload: Upload) => void) {
   return useMutation({
-    mutationFn: async (file: File) => {
-      // The most POST /media takes: a larger file is refused here, not sent whole to be refused.
+    mutationFn: async ({ file, type }: { file: File; type: string }) => {
+      // The most POST /media takes, and the most a send of this type takes (the server's caps):
+      // a larger file is refused here, not sent whole to be refused.
       if (file.size > UPLOAD_LIMIT) {
         throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `${file.name} is larger than ${formatBytes(UPLOAD_LIMIT)}, the most a file can be.`);
+      }
+      const cap = SIZE_CAPS[type as keyof typeof SIZE_CAPS];
+      if (cap !== undefined && file.size > cap) {
+        throw new ApiError(
+          400,
+          'VALIDATION_ERROR',
+          `${file.name} is ${formatBytes(file.size)}; ${type === 'IMAGE' ? 'an image' : `a ${type.toLowerCase()}`} can be at most ${formatBytes(cap)}. Send it as a document, or choose a smaller file.`,
+        );
       }
       return (await api<One<Upload>>('/media', { method: 'POST', query: { fileName: file.name }, file })).data;
     },
@@ -31,7 +40,7 @@ export function useUpload(onUploaded: (upload: Upload) => void) {
  * its address) or why not. The chooser is emptied after each choice, so the same file can be
  * chosen again after an error.
  */
-export function UploadField({ upload, mediaUrl, accept }: { upload: ReturnType<typeof useUpload>; mediaUrl: string; accept?: string | undefined }) {
+export function UploadField({ upload, mediaUrl, type }: { upload: ReturnType<typeof useUpload>; mediaUrl: string; type: string }) {
   const uploaded = upload.data?.mediaUrl === mediaUrl.trim() ? upload.data : undefined;
   return (
     <div>
@@ -40,7 +49,7 @@ export function UploadField({ upload, mediaUrl, accept }: { upload: ReturnType<t
         hint={
           <span role="status">
             {upload.isPending
-              ? `Uploading ${upload.variables.name}…`
+              ? `Uploading ${upload.variables.file.name}…`
               : uploaded
                 ? `Uploaded ${uploaded.fileName ?? 'the file'} (${formatBytes(uploaded.sizeBytes)}).`
                 : 'Or choose a file on this computer: it is uploaded at once and its address filled in.'}
@@ -51,12 +60,12 @@ export function UploadField({ upload, mediaUrl, accept }: { upload: ReturnType<t
           <input
             {...props}
             type="file"
-            accept={accept}
+            accept={UPLOAD_ACCEPT[type]}
             disabled={upload.isPending}
             onChange={(e) => {
               const file = e.target.files?.[0];
               e.target.value = '';
-              if (file) upload.mutate(file);
+              if (file) upload.mutate({ file, type });
             }}
           />
         )}

@@ -3,8 +3,8 @@
  * on the sandbox: a PNG chosen on the Send page is uploaded at once (the send waits meanwhile),
  * its address fills the media URL, the IMAGE goes out and reaches SENT, and the Messages page and
  * the Inbox show it from the upload; the Inbox's reply box uploads and sends one too. An empty
- * file the server refuses, and one over 100 MB the page refuses itself, are said so; so is one
- * over the plan's room for uploads, which the Plan page shows.
+ * file the server refuses, one over 100 MB or over its type's cap the page refuses itself, are
+ * said so; so is one over the plan's room for uploads, which the Plan page shows.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -202,6 +202,23 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
     // A URL can still be typed instead.
     await page.getByLabel('Media URL').fill('https://example.com/menu.pdf');
     await expect.poll(() => send.isEnabled(), { timeout: 15_000 }).toBe(true);
+  }, 60_000);
+
+  it('refuses, before sending it, a file over its type’s cap, and says to send it as a document', async () => {
+    screenshotOnFailure('uploads-type-cap');
+    await page.goto(`${server.url}/dashboard/send`);
+    await page.getByLabel('Image', { exact: true }).check();
+    const uploads: Request[] = [];
+    const watch = (request: Request): void => {
+      if (request.url().includes('/dashboard/api/media')) uploads.push(request);
+    };
+    page.on('request', watch);
+    await page.getByLabel('Upload a file').setInputFiles({ name: 'poster.png', mimeType: 'image/png', buffer: Buffer.alloc(6 * 1024 * 1024, 1) });
+    const refused = page.locator('.alert-error', { hasText: 'Not uploaded.' });
+    await refused.getByText('poster.png is 6.0 MB; an image can be at most 5.0 MB. Send it as a document, or choose a smaller file.', { exact: false }).waitFor();
+    page.off('request', watch);
+    expect(uploads).toHaveLength(0);
+    expect(await page.getByLabel('Media URL').inputValue()).toBe('');
   }, 60_000);
 
   it('shows on the Plan page what the uploads hold against the plan, and says why a file that does not fit was not uploaded', async () => {

@@ -10,7 +10,7 @@ import { api, ApiError, errorMessage } from '../api';
 import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
-import { UPLOAD_ACCEPT, UploadField, useUpload } from '../upload';
+import { UploadField, useUpload } from '../upload';
 
 interface ChatList {
   success: true;
@@ -280,7 +280,7 @@ function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: strin
           <input id="reply-media-url" type="url" placeholder="https://… (the file Waygate downloads and sends)" value={mediaUrl} onChange={(e) => setMediaUrl(e.target.value)} />
         </div>
       ) : null}
-      {attach ? <UploadField upload={upload} mediaUrl={mediaUrl} accept={UPLOAD_ACCEPT[mediaType]} /> : null}
+      {attach ? <UploadField upload={upload} mediaUrl={mediaUrl} type={mediaType} /> : null}
       <div className="row">
         <button type="button" className="button secondary small" aria-pressed={attach} onClick={() => setAttach(!attach)} title="Attach a file: upload it, or give its URL">
           📎<span className="visually-hidden">Attach a file</span>

@@ -5,7 +5,7 @@ import { api, ApiError } from '../api';
 import { lineOfRecipient, numberProblem, readNumbers } from '../recipients';
 import type { Device, Group, Message, One, Page, SendResult } from '../types';
 import { ErrorBox, Field, formatPhone, Notice, PageHeader, StatusBadge } from '../ui';
-import { UPLOAD_ACCEPT, UploadField, useUpload } from '../upload';
+import { UploadField, useUpload } from '../upload';
 import { WatchedJob } from './JobProgress';
 
 /** Every type POST /messages/send takes from this form (REACTION and replies are made from a message, not here). */
@@ -256,7 +256,7 @@ export function SendPage() {
             <Field label="Media URL" hint={`An http(s) address Waygate downloads when sending. ${MEDIA_HINTS[type] ?? ''}`}>
               {(props) => <input {...props} type="url" required value={draft.mediaUrl} onChange={(e) => set('mediaUrl', e.target.value)} placeholder="https://…" />}
             </Field>
-            <UploadField upload={upload} mediaUrl={draft.mediaUrl} accept={UPLOAD_ACCEPT[type]} />
+            <UploadField upload={upload} mediaUrl={draft.mediaUrl} type={type} />
           </div>
         ) : null}
         {type === 'AUDIO' ? (
