@@ -699,7 +699,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List uploaded files
+         * @description The account's uploads still stored, newest first, with their `mediaUrl`, size and `expiresAt`: what counts against the plan's `maxUploadBytes` (GET /account: `usage.uploadBytes`), and what DELETE /media/{id} can remove to make room.
+         *
+         *     Needs the token scope `messages:read`.
+         */
+        get: operations["listUploads"];
         put?: never;
         /**
          * Upload a file to send (the body is the file, or a form with one file part)
@@ -5695,6 +5701,67 @@ export interface operations {
                     "application/octet-stream": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    listUploads: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Items per page; values above 100 are clamped to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "string",
+                     *           "mediaUrl": "string",
+                     *           "contentType": "string",
+                     *           "fileName": "string",
+                     *           "sizeBytes": 1,
+                     *           "sha256": "string",
+                     *           "createdAt": "2026-11-25T09:30:00.000Z",
+                     *           "expiresAt": "2026-11-25T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total": 1,
+                     *         "page": 1,
+                     *         "limit": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["Upload"][];
+                        meta: components["schemas"]["PageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     uploadMedia: {

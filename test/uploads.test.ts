@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UploadJson } from '../src/media/upload-record.js';
 import { FILE_NAME_PATTERN, MAX_FILE_NAME, UPLOAD_LIMIT, uploadFileName } from '../src/media/uploads.js';
 import { FORM_OVERHEAD, readFormFile } from '../src/http/multipart.js';
+import { IS_UPLOAD } from '../src/media/media-store.js';
 import { createTenant, type Tenant, type TestContext } from './helpers.js';
 import {
   createMessagingApp,
@@ -265,6 +266,39 @@ describe('reading a form (readFormFile)', () => {
       tooLarge,
     );
     await expect(drain(file.body)).rejects.toThrow('more than one file');
+  });
+});
+
+describe('listing uploads (GET /media)', () => {
+  it('lists the account’s uploads newest first, pages them, and leaves out incoming media and other accounts’ files', async () => {
+    const owner = await createTenant(ctx);
+    const made: UploadJson[] = [];
+    for (let n = 0; n < 3; n++) made.push(await uploaded(owner, png(100 + n), 'image/png', `p${n}.png`));
+    await uploaded(await createTenant(ctx), png(50));
+    // An incoming message's file of the same account is in the media store too, not an upload.
+    await ctx.database.query(
+      `INSERT INTO media (message_id, account_id, content_type, chunk_size, size_bytes, sha256, stored_at) VALUES ('msg_incoming_${randomBytes(4).toString('hex')}', $1, 'image/jpeg', 262144, 10, 'x', now())`,
+      [owner.accountId],
+    );
+    type Listed = { data: UploadJson[]; meta: { total: number; page: number; limit: number } };
+    const list = async (query = '') => expectOk<Listed>(await ctx.app.inject({ method: 'GET', url: `/media${query}`, headers: owner.headers }));
+    const all = await list();
+    expect(all.meta).toEqual({ total: 3, page: 1, limit: 50 });
+    expect(all.data.map((upload) => upload.id)).toEqual(made.map((upload) => upload.id).reverse());
+    expect(all.data[0]).toEqual(made[2]);
+    const second = await list('?limit=2&page=2');
+    expect(second.data.map((upload) => upload.id)).toEqual([made[0]!.id]);
+    expect(second.meta).toEqual({ total: 3, page: 2, limit: 2 });
+    expectError(await ctx.app.inject({ method: 'GET', url: '/media', headers: (await createTenant(ctx, { scopes: ['messages:send'] })).headers }), 403, 'FORBIDDEN');
+  });
+
+  it('reads an account’s uploads through media_uploads_idx, whose predicate the statements match', async () => {
+    const plan = await ctx.database.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      await tx.query('SET LOCAL enable_bitmapscan = off');
+      return tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT coalesce(sum(size_bytes), 0) FROM media WHERE account_id = 'acc_x' AND ${IS_UPLOAD}`);
+    });
+    expect(plan.map((row) => row['QUERY PLAN']).join('\n')).toContain('media_uploads_idx');
   });
 });
 

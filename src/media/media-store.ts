@@ -122,24 +122,37 @@ export async function deleteStoredMedia(db: Queryable, accountId: string, id: st
   return rows.length > 0;
 }
 
+/**
+ * A stored upload's row: the predicate of media_uploads_idx (migration 0054), written as a
+ * constant so that the planner matches it (the pattern has no quote to escape).
+ */
+export const IS_UPLOAD = `message_id ~ '${UPLOAD_ID_PATTERN}' AND stored_at IS NOT NULL`;
+
+/** The account's stored uploads, newest first (a page of them), and how many there are. */
+export async function listUploads(db: Queryable, accountId: string, limit: number, offset: number): Promise<{ rows: StoredMedia[]; total: number }> {
+  const [count] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM media WHERE account_id = $1 AND ${IS_UPLOAD}`, [accountId]);
+  const rows = await db.query<MediaRow>(
+    `SELECT ${MEDIA_COLUMNS} FROM media WHERE account_id = $1 AND ${IS_UPLOAD} ORDER BY created_at DESC, message_id DESC LIMIT $2 OFFSET $3`,
+    [accountId, limit, offset],
+  );
+  return { rows: rows.map(toStoredMedia), total: count?.n ?? 0 };
+}
+
 /** The bytes the account's uploads hold (stored ones: a file being written does not count yet). */
 export async function uploadBytesHeld(db: Queryable, accountId: string): Promise<number> {
   const [row] = await db.query<{ bytes: number }>(
-    'SELECT coalesce(sum(size_bytes), 0)::float8 AS bytes FROM media WHERE account_id = $1 AND message_id ~ $2 AND stored_at IS NOT NULL',
-    [accountId, UPLOAD_ID_PATTERN],
+    `SELECT coalesce(sum(size_bytes), 0)::float8 AS bytes FROM media WHERE account_id = $1 AND ${IS_UPLOAD}`,
+    [accountId],
   );
   return row!.bytes;
 }
 
-/** A stored file of the account (undefined: none, another account's, not finished, or pruned). */
-export async function getStoredMedia(db: Queryable, accountId: string, messageId: string): Promise<StoredMedia | undefined> {
-  const [row] = await db.query<{
-    message_id: string; content_type: string; file_name: string | null; size_bytes: string | number; sha256: string; chunk_size: number; created_at: Date; stored_at: Date;
-  }>(
-    'SELECT message_id, content_type, file_name, size_bytes, sha256, chunk_size, created_at, stored_at FROM media WHERE message_id = $1 AND account_id = $2 AND stored_at IS NOT NULL',
-    [messageId, accountId],
-  );
-  if (!row) return undefined;
+type MediaRow = {
+  message_id: string; content_type: string; file_name: string | null; size_bytes: string | number; sha256: string; chunk_size: number; created_at: Date; stored_at: Date;
+};
+const MEDIA_COLUMNS = 'message_id, content_type, file_name, size_bytes, sha256, chunk_size, created_at, stored_at';
+
+function toStoredMedia(row: MediaRow): StoredMedia {
   return {
     messageId: row.message_id,
     contentType: row.content_type,
@@ -150,6 +163,12 @@ export async function getStoredMedia(db: Queryable, accountId: string, messageId
     createdAt: row.created_at,
     storedAt: row.stored_at,
   };
+}
+
+/** A stored file of the account (undefined: none, another account's, not finished, or pruned). */
+export async function getStoredMedia(db: Queryable, accountId: string, messageId: string): Promise<StoredMedia | undefined> {
+  const [row] = await db.query<MediaRow>(`SELECT ${MEDIA_COLUMNS} FROM media WHERE message_id = $1 AND account_id = $2 AND stored_at IS NOT NULL`, [messageId, accountId]);
+  return row && toStoredMedia(row);
 }
 
 /**

@@ -17,7 +17,7 @@ import { UPLOAD_LIMIT } from '../outbound/media-limits.js';
 import type { GuardedHttp } from '../outbound/ssrf.js';
 import type { Upload } from './upload-record.js';
 import { isUploadId, uploadIdOf, uploadPath } from './upload-url.js';
-import { deleteStoredMedia, discardMedia, getStoredMedia, MediaTooLargeError, publishMedia, readMedia, uploadBytesHeld, writeMedia, type StoredMedia } from './media-store.js';
+import { deleteStoredMedia, discardMedia, getStoredMedia, listUploads, MediaTooLargeError, publishMedia, readMedia, uploadBytesHeld, writeMedia, type StoredMedia } from './media-store.js';
 
 export { UPLOAD_LIMIT };
 /** An upload's file name: what a file system allows, at most this long. */
@@ -89,6 +89,12 @@ export class UploadService {
         { connection: 'close' },
       );
     return { free: limit - used, full };
+  }
+
+  /** The account's uploads, newest first. */
+  async list(accountId: string, page: number, limit: number): Promise<{ data: Upload[]; meta: { total: number; page: number; limit: number } }> {
+    const { rows, total } = await listUploads(this.database, accountId, limit, (page - 1) * limit);
+    return { data: rows.map((row) => this.toUpload(row)), meta: { total, page, limit } };
   }
 
   /** The stored file of an upload of the account (GET /media/:id serves it), or NOT_FOUND. */

@@ -578,7 +578,13 @@ export const media = pgTable(
     /** Null while the file is being written. */
     storedAt: ts('stored_at'),
   },
-  (t) => [index('media_created_idx').on(t.createdAt), index('media_account_idx').on(t.accountId)],
+  (t) => [
+    index('media_created_idx').on(t.createdAt),
+    index('media_account_idx').on(t.accountId),
+    index('media_uploads_idx')
+      .on(t.accountId, t.createdAt.desc(), t.messageId.desc())
+      .where(sql`${t.messageId} ~ '^upl_[0-9a-z]{26}$' AND ${t.storedAt} IS NOT NULL`),
+  ],
 );
 
 export const mediaChunks = pgTable(

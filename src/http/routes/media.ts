@@ -17,7 +17,9 @@ import { getMessage } from '../../messaging/message-store.js';
 import { FORM_OVERHEAD, readFormFile } from '../multipart.js';
 import { DATA_CSP } from '../security-headers.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, successData } from '../schemas.js';
+import { errorResponses, IdParams, successData, successPage } from '../schemas.js';
+import { BoundedPageQuery } from './contacts.js';
+import { MAX_PAGE_SIZE } from '../../directory/contacts.js';
 
 /** The first and last byte asked for, `unsatisfiable`, or undefined to answer the whole file. */
 export type ByteRange = { start: number; end: number } | 'unsatisfiable' | undefined;
@@ -142,6 +144,26 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
       },
     );
   });
+
+  app.get(
+    '/media',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['media'], operationId: 'listUploads',
+        summary: 'List uploaded files',
+        description:
+          "The account's uploads still stored, newest first, with their `mediaUrl`, size and `expiresAt`: what counts against the plan's `maxUploadBytes` " +
+          '(GET /account: `usage.uploadBytes`), and what DELETE /media/{id} can remove to make room.',
+        querystring: Type.Object(BoundedPageQuery, { additionalProperties: false }),
+        response: { 200: successPage(UploadSchema), ...errorResponses('FORBIDDEN') },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 50 } = request.query;
+      return { success: true as const, ...(await uploads.list(auth(request).accountId, page, Math.min(limit, MAX_PAGE_SIZE))) };
+    },
+  );
 
   app.get(
     '/media/:id',
