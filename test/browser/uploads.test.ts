@@ -221,7 +221,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
     expect(await page.getByLabel('Media URL').inputValue()).toBe('');
   }, 60_000);
 
-  it('shows on the Plan page what the uploads hold against the plan, and says why a file that does not fit was not uploaded', async () => {
+  it('shows on the Plan page what the uploads hold against the plan, says why a file that does not fit was not uploaded, and deletes uploads to make room', async () => {
     screenshotOnFailure('uploads-plan');
     const { id: accountId } = (await publicApi<{ data: { id: string } }>('GET', '/account')).data;
     const held = (await publicApi<{ data: { usage: { uploadBytes: number } } }>('GET', '/account')).data.usage.uploadBytes;
@@ -240,5 +240,25 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
     await refused.waitFor();
     expect(await refused.textContent()).toContain("Your plan's uploads may hold");
     expect(await page.getByLabel('Media URL').inputValue()).toBe('');
-  }, 60_000);
+
+    // The Plan page lists the uploads; deleting one makes room, and the file then fits.
+    const listed = (await publicApi<{ data: { id: string; fileName: string | null; sizeBytes: number }[] }>('GET', '/media?limit=100')).data;
+    expect(listed.length).toBeGreaterThan(0);
+    const newest = listed[0]!;
+    await page.goto(`${server.url}/dashboard/plan`);
+    const rows = page.locator('tr[data-upload-id]');
+    await expect.poll(() => rows.count()).toBe(Math.min(listed.length, 20));
+    expect(await rows.first().getAttribute('data-upload-id')).toBe(newest.id);
+    for (const upload of listed) {
+      await page.getByRole('button', { name: `Delete ${upload.fileName ?? upload.id}`, exact: true }).first().click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete file' }).click();
+      await page.locator(`tr[data-upload-id="${upload.id}"]`).waitFor({ state: 'detached' });
+    }
+    await page.getByText('No uploaded files.').waitFor();
+    await expect.poll(() => card.textContent()).toContain('0 B of');
+    await page.goto(`${server.url}/dashboard/send`);
+    await page.getByLabel('Document', { exact: true }).check();
+    await page.getByLabel('Upload a file').setInputFiles({ name: 'fits.pdf', mimeType: 'application/pdf', buffer: Buffer.alloc(1024, 1) });
+    await page.getByText('Uploaded fits.pdf').waitFor();
+  }, 90_000);
 });

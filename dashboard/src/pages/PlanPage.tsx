@@ -1,7 +1,9 @@
-import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
-import type { AccountSummary, One } from '../types';
-import { ErrorBox, formatBytes, Loading, PageHeader, Time } from '../ui';
+import { browserUrl } from '../message-view';
+import type { AccountSummary, One, Page, Upload } from '../types';
+import { ConfirmButton, Empty, ErrorBox, formatBytes, Loading, PageHeader, Pager, Time } from '../ui';
 
 export function PlanPage() {
   const account = useQuery({ queryKey: ['account'], queryFn: () => api<One<AccountSummary>>('/account'), refetchInterval: 15_000 });
@@ -32,6 +34,7 @@ export function PlanPage() {
             <Stat label="Contacts" used={summary.usage.contacts} limit={null} />
             <Stat label="Uploaded files" used={summary.usage.uploadBytes} limit={summary.limits.uploadBytes} format={formatBytes} />
           </div>
+          <UploadedFiles />
           <p className="small muted">
             A message counts when it is accepted, once per recipient, and is refunded if it ends failed or cancelled. Uploaded files count until
             they are deleted or pruned. Plans are changed by the
@@ -78,6 +81,76 @@ function Stat({ label, used, limit, format = (n) => n.toLocaleString() }: { labe
         {used === undefined ? '…' : format(used)}
         <span className="muted small"> {limit === null ? 'no limit' : `of ${format(limit)}`}</span>
       </div>
+    </div>
+  );
+}
+
+/** The account's uploads (GET /media), newest first, each with a download link and Delete: what makes room under the plan. */
+function UploadedFiles() {
+  const client = useQueryClient();
+  const [page, setPage] = useState(1);
+  const uploads = useQuery({ queryKey: ['uploads', page], queryFn: () => api<Page<Upload>>('/media', { query: { page, limit: 20 } }) });
+  return (
+    <div className="card">
+      <h2>Uploaded files</h2>
+      <p className="small muted">Files uploaded to send, kept until they are deleted or pruned. Deleting one makes room; messages already sent keep it.</p>
+      {uploads.isPending ? <Loading what="your uploaded files" /> : null}
+      <ErrorBox error={uploads.error} />
+      {uploads.data && uploads.data.data.length === 0 ? <Empty>No uploaded files.</Empty> : null}
+      {uploads.data && uploads.data.data.length > 0 ? (
+        <>
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Uploaded files</caption>
+              <thead>
+                <tr>
+                  <th scope="col">File</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Size</th>
+                  <th scope="col">Uploaded</th>
+                  <th scope="col">Kept until</th>
+                  <th scope="col">
+                    <span className="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {uploads.data.data.map((upload) => (
+                  <tr key={upload.id} data-upload-id={upload.id}>
+                    <th scope="row" data-label="File">
+                      <a href={browserUrl(upload.mediaUrl) ?? undefined} target="_blank" rel="noreferrer">
+                        {upload.fileName ?? upload.id}
+                      </a>
+                    </th>
+                    <td data-label="Type" className="small">{upload.contentType}</td>
+                    <td data-label="Size">{formatBytes(upload.sizeBytes)}</td>
+                    <td data-label="Uploaded">
+                      <Time value={upload.createdAt} />
+                    </td>
+                    <td data-label="Kept until">
+                      <Time value={upload.expiresAt} />
+                    </td>
+                    <td>
+                      <ConfirmButton
+                        label="Delete"
+                        accessibleName={`Delete ${upload.fileName ?? upload.id}`}
+                        title={`Delete “${upload.fileName ?? upload.id}”?`}
+                        message={<p>Messages already sent keep the file; a message still waiting to be sent with it ends failed.</p>}
+                        confirmLabel="Delete file"
+                        onConfirm={async () => {
+                          await api(`/media/${upload.id}`, { method: 'DELETE' });
+                          await Promise.all([client.invalidateQueries({ queryKey: ['uploads'] }), client.invalidateQueries({ queryKey: ['account'] })]);
+                        }}
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <Pager label="Uploaded files" page={page} limit={uploads.data.meta.limit} total={uploads.data.meta.total} onPage={setPage} />
+        </>
+      ) : null}
     </div>
   );
 }
