@@ -1237,11 +1237,33 @@ export interface paths {
         };
         /**
          * List the read receipts the network received (sandbox)
-         * @description The read receipts the devices of this account sent for messages they received (POST /messages/{id}/read, or the blue ticks of a chat read), newest first, one per message: `networkMessageId` is what POST /sandbox/incoming answered when the message was played.
+         * @description The read receipts the devices of this account sent for messages they received (POST /messages/{id}/read, or POST /chats/{chatId}/read for its unread messages), newest first, one per message: `networkMessageId` is what POST /sandbox/incoming answered when the message was played.
          *
          *     Needs the token scope `messages:read`.
          */
         get: operations["sandboxListReads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandbox/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the presence the devices show (sandbox)
+         * @description The last presence each device of this account showed in each chat (POST /chats/{chatId}/presence: typing, recording or paused), newest first.
+         *
+         *     Needs the token scope `messages:read`.
+         */
+        get: operations["sandboxListPresence"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7838,7 +7860,7 @@ export interface operations {
                 /** @description Items per page; values above 100 are clamped to 100 */
                 limit?: number;
                 deviceId?: string;
-                /** @description The sender's number, or a group chat (<digits>@g.us) */
+                /** @description The other party's number, or a group chat (<digits>@g.us) */
                 chat?: string;
             };
             header?: never;
@@ -7889,6 +7911,75 @@ export interface operations {
                              * @description ISO 8601 UTC with milliseconds
                              */
                             readAt: string;
+                        }[];
+                        meta: components["schemas"]["PageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sandboxListPresence: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Items per page; values above 100 are clamped to 100 */
+                limit?: number;
+                deviceId?: string;
+                /** @description The other party's number, or a group chat (<digits>@g.us) */
+                chat?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "deviceId": "string",
+                     *           "chat": "string",
+                     *           "state": "typing",
+                     *           "at": "2026-11-25T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total": 1,
+                     *         "page": 1,
+                     *         "limit": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            deviceId: string;
+                            /** @description The other party's number, or a group chat (<digits>@g.us) */
+                            chat: string;
+                            state: "typing" | "recording" | "paused";
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            at: string;
                         }[];
                         meta: components["schemas"]["PageMeta"];
                     };

@@ -126,6 +126,34 @@ describe('chats from traffic', () => {
     expect(history.meta.nextBefore).toBeNull();
   });
 
+  it('on the sandbox, a chat read reaches the network as a receipt per unread message, and presence as the last state shown', async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const [alice, bob] = [phone(), phone()];
+    const played: string[] = [];
+    for (const content of ['one', 'two']) {
+      played.push(expectOk<DataBody<{ networkMessageId: string }>>(await call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from: alice, content }), 202).data.networkMessageId);
+    }
+    await incoming(tenant, device.id, bob, 'not read');
+    await waitFor(async () => (await listChats(tenant)).meta.total === 2, 10_000, 'both chats');
+    type Reads = { data: { networkMessageId: string; chat: string | null }[]; meta: { total: number } };
+    const reads = async (query = '') => expectOk<Reads>(await call(ctx, tenant, 'GET', `/sandbox/reads${query}`));
+    expectOk(await call(ctx, tenant, 'POST', `/chats/${alice}/read`));
+    await waitFor(async () => (await reads()).meta.total === 2, 15_000, "the chat's two receipts on the network");
+    expect((await reads(`?chat=${alice}`)).data.map((read) => read.networkMessageId).sort()).toEqual([...played].sort());
+    expect((await reads(`?chat=${bob}`)).meta.total).toBe(0);
+
+    type Presence = { data: { deviceId: string; chat: string; state: string; at: string }[]; meta: { total: number } };
+    const presence = async (query = '') => expectOk<Presence>(await call(ctx, tenant, 'GET', `/sandbox/presence${query}`));
+    expectOk(await call(ctx, tenant, 'POST', `/chats/${alice}/presence`, { state: 'typing' }));
+    await waitFor(async () => (await presence()).data[0]?.state === 'typing', 15_000, 'typing shown');
+    expectOk(await call(ctx, tenant, 'POST', `/chats/${alice}/presence`, { state: 'paused' }));
+    await waitFor(async () => (await presence()).data[0]?.state === 'paused', 15_000, 'then paused');
+    expect((await presence(`?deviceId=${device.id}&chat=%2B${alice}`)).data).toEqual([{ deviceId: device.id, chat: alice, state: 'paused', at: expect.any(String) }]);
+    expect((await presence(`?chat=${bob}`)).meta.total).toBe(0);
+    expect(expectOk<Presence>(await call(ctx, await createTenant(ctx), 'GET', '/sandbox/presence')).meta.total).toBe(0);
+  });
+
   it('a message sent into a group chat reaches every member once', async () => {
     const tenant = await createTenant(ctx);
     const device = await linkDevice(ctx, tenant);

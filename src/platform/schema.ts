@@ -530,6 +530,18 @@ export const sandboxReads = pgTable(
   (t) => [primaryKey({ columns: [t.deviceId, t.networkMessageId] })],
 );
 
+/** The last presence (typing, recording, paused) each device showed in each chat, as the sandbox network saw it. */
+export const sandboxPresence = pgTable(
+  'sandbox_presence',
+  {
+    deviceId: text('device_id').notNull(),
+    chat: text('chat').notNull(),
+    state: text('state').notNull(),
+    at: ts('at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.deviceId, t.chat] })],
+);
+
 /**
  * Edits, deletes for everyone and read receipts on their way to the network: a queue the worker
  * holding the device works through (due_at set while an action waits; NULL once done or given up).

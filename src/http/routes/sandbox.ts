@@ -27,6 +27,28 @@ function httpUrl(raw: string, field: string): string {
   }
 }
 
+const SandboxPresence = Type.Object({
+  deviceId: Type.String(),
+  chat: Type.String({ description: "The other party's number, or a group chat (<digits>@g.us)" }),
+  state: Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('paused')]),
+  at: Timestamp,
+});
+
+/** The filters of the sandbox's listings of what a device did: a device, and a chat (a number in any form, or a group chat). */
+const DeviceChatQuery = Type.Object(
+  {
+    ...PageQuery,
+    deviceId: Type.Optional(Type.String({ maxLength: 100 })),
+    chat: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The other party's number, or a group chat (<digits>@g.us)" })),
+  },
+  { additionalProperties: false },
+);
+
+function deviceChatFilter(query: { deviceId?: string | undefined; chat?: string | undefined }): { deviceId: string | undefined; chat: string | undefined } {
+  const { deviceId, chat } = query;
+  return { deviceId, chat: chat === undefined || chat.endsWith('@g.us') ? chat : digits(chat, 'chat') };
+}
+
 const SandboxRead = Type.Object({
   deviceId: Type.String(),
   networkMessageId: Type.String({ description: 'The message read, as POST /sandbox/incoming answered it' }),
@@ -414,25 +436,37 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         operationId: 'sandboxListReads',
         summary: 'List the read receipts the network received (sandbox)',
         description:
-          'The read receipts the devices of this account sent for messages they received (POST /messages/{id}/read, or the blue ticks of a chat read), ' +
+          'The read receipts the devices of this account sent for messages they received (POST /messages/{id}/read, or POST /chats/{chatId}/read for its unread messages), ' +
           'newest first, one per message: `networkMessageId` is what POST /sandbox/incoming answered when the message was played.',
-        querystring: Type.Object(
-          {
-            ...PageQuery,
-            deviceId: Type.Optional(Type.String({ maxLength: 100 })),
-            chat: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The sender's number, or a group chat (<digits>@g.us)" })),
-          },
-          { additionalProperties: false },
-        ),
+        querystring: DeviceChatQuery,
         response: { 200: successPage(SandboxRead), ...errorResponses() },
       },
     },
     async (request) => {
-      const { accountId } = auth(request);
-      const { page = 1, deviceId, chat } = request.query;
+      const { page = 1 } = request.query;
       const limit = Math.min(request.query.limit ?? 50, 1000);
-      const filter = { deviceId, chat: chat === undefined || chat.endsWith('@g.us') ? chat : digits(chat, 'chat') };
-      const { total, items } = await world.listReads(accountId, filter, limit, (page - 1) * limit);
+      const { total, items } = await world.listReads(auth(request).accountId, deviceChatFilter(request.query), limit, (page - 1) * limit);
+      return { success: true as const, data: items, meta: { total, page, limit } };
+    },
+  );
+
+  app.get(
+    '/sandbox/presence',
+    {
+      config: { scope: 'messages:read' },
+      schema: {
+        tags: ['sandbox'],
+        operationId: 'sandboxListPresence',
+        summary: 'List the presence the devices show (sandbox)',
+        description: 'The last presence each device of this account showed in each chat (POST /chats/{chatId}/presence: typing, recording or paused), newest first.',
+        querystring: DeviceChatQuery,
+        response: { 200: successPage(SandboxPresence), ...errorResponses() },
+      },
+    },
+    async (request) => {
+      const { page = 1 } = request.query;
+      const limit = Math.min(request.query.limit ?? 50, 1000);
+      const { total, items } = await world.listPresence(auth(request).accountId, deviceChatFilter(request.query), limit, (page - 1) * limit);
       return { success: true as const, data: items, meta: { total, page, limit } };
     },
   );

@@ -139,7 +139,7 @@ class SandboxSession implements NetworkSession {
 
   markRead(target: MessageRef): Promise<SendResult> {
     return this.whenLinked(async () => {
-      await this.network.world.markRead(this.device.id, target.networkMessageId, target.chat);
+      await this.network.world.markRead(this.device.id, [target.networkMessageId], target.chat);
       return { ok: true };
     });
   }
@@ -155,16 +155,16 @@ class SandboxSession implements NetworkSession {
     return Promise.resolve(phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== '0000' })));
   }
 
-  /** The sandbox's phones show no read ticks: a read is taken and recorded nowhere. */
-  markChatRead(_chat: string, _messages: ReadMessage[]): Promise<void> {
-    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
-    return Promise.resolve();
+  /** A chat read: a read receipt for each message (GET /sandbox/reads lists them). */
+  async markChatRead(chat: string, messages: ReadMessage[]): Promise<void> {
+    if (this.closed || !this.linked) throw new Error('The device is not connected');
+    await this.network.world.markRead(this.device.id, messages.map((message) => message.networkMessageId), chat);
   }
 
-  /** The sandbox shows no presence: taken and dropped, as a phone that is not looking. */
-  sendPresence(_chat: string, _state: PresenceState): Promise<void> {
-    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
-    return Promise.resolve();
+  /** Typing, recording or paused in a chat: the network keeps the last (GET /sandbox/presence). */
+  async sendPresence(chat: string, state: PresenceState): Promise<void> {
+    if (this.closed || !this.linked) throw new Error('The device is not connected');
+    await this.network.world.showPresence(this.device.id, chat, state);
   }
 
   async reconnect(): Promise<void> {

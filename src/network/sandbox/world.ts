@@ -10,7 +10,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Database } from '../../platform/database.js';
 import type { Bus } from '../../platform/bus.js';
-import { MESSAGE_WINDOWS, type KindFields, type MessageType, type OutgoingMessage, type SendResult } from '../network.js';
+import { MESSAGE_WINDOWS, type KindFields, type MessageType, type OutgoingMessage, type PresenceState, type SendResult } from '../network.js';
 import { workBudget } from '../../platform/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
@@ -59,6 +59,14 @@ function payloadOf(message: OutgoingMessage): string | null {
   if (message.replyTo) payload.replyTo = message.replyTo.networkMessageId;
   if (message.mentions && message.mentions.length > 0) payload.mentions = message.mentions;
   return Object.keys(payload).length > 0 ? JSON.stringify(payload) : null;
+}
+
+/** The last presence a device showed in a chat, as the sandbox network saw it. */
+export interface SandboxPresenceView {
+  deviceId: string;
+  chat: string;
+  state: PresenceState;
+  at: Date;
 }
 
 /** A read receipt the sandbox network saw from a device. */
@@ -464,12 +472,43 @@ export class SandboxWorld {
     return { ok: false, permanent: true, code, message: `The network's window to ${editing ? 'edit' : 'delete'} the message has passed` };
   }
 
-  /** The device's read receipt for a message it received in `chat` (kept once, the first). */
-  async markRead(deviceId: string, networkMessageId: string, chat: string): Promise<void> {
+  /** The device's read receipts for messages it received in `chat` (each kept once, the first). */
+  async markRead(deviceId: string, networkMessageIds: string[], chat: string): Promise<void> {
     await this.database.query(
-      'INSERT INTO sandbox_reads (device_id, network_message_id, chat) VALUES ($1, $2, $3) ON CONFLICT (device_id, network_message_id) DO NOTHING',
-      [deviceId, networkMessageId, chat],
+      `INSERT INTO sandbox_reads (device_id, network_message_id, chat) SELECT $1, id, $3 FROM unnest($2::text[]) AS id
+       ON CONFLICT (device_id, network_message_id) DO NOTHING`,
+      [deviceId, networkMessageIds, chat],
     );
+  }
+
+  /** The presence the device shows in `chat` now (the last one sent). */
+  async showPresence(deviceId: string, chat: string, state: PresenceState): Promise<void> {
+    await this.database.query(
+      `INSERT INTO sandbox_presence (device_id, chat, state) VALUES ($1, $2, $3)
+       ON CONFLICT (device_id, chat) DO UPDATE SET state = EXCLUDED.state, at = now()`,
+      [deviceId, chat, state],
+    );
+  }
+
+  /** The last presence each of the account's devices showed in each chat, newest first. */
+  async listPresence(accountId: string, filter: { deviceId?: string | undefined; chat?: string | undefined }, limit: number, offset: number): Promise<{ total: number; items: SandboxPresenceView[] }> {
+    const where = ['d.account_id = $1'];
+    const params: unknown[] = [accountId];
+    if (filter.deviceId) {
+      params.push(filter.deviceId);
+      where.push(`p.device_id = $${params.length}`);
+    }
+    if (filter.chat) {
+      params.push(filter.chat);
+      where.push(`p.chat = $${params.length}`);
+    }
+    const from = `sandbox_presence p JOIN devices d ON d.id = p.device_id WHERE ${where.join(' AND ')}`;
+    const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, params);
+    const rows = await this.database.query<{ device_id: string; chat: string; state: PresenceState; at: Date }>(
+      `SELECT p.device_id, p.chat, p.state, p.at FROM ${from} ORDER BY p.at DESC, p.chat LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      [...params, limit, offset],
+    );
+    return { total: count?.n ?? 0, items: rows.map((r) => ({ deviceId: r.device_id, chat: r.chat, state: r.state, at: r.at })) };
   }
 
   /** The read receipts the account's devices sent, newest first. */
