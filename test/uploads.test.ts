@@ -211,6 +211,24 @@ describe('uploading a file as a form (multipart/form-data)', () => {
     expect(Number((await ctx.database.query<{ n: number }>('SELECT count(*)::int AS n FROM media'))[0]!.n)).toBe(before);
   });
 
+  it('leaves nothing behind when the client goes away halfway through the form', async () => {
+    const port = await listening();
+    const request = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/media',
+      headers: { ...tenant.headers, 'content-type': 'multipart/form-data; boundary=b', 'content-length': String(3_000_000) },
+    });
+    request.on('error', () => undefined);
+    request.write('--b\r\ncontent-disposition: form-data; name="file"; filename="cut.bin"\r\ncontent-type: application/octet-stream\r\n\r\n');
+    request.write(Buffer.alloc(700_000, 7));
+    await waitFor(async () => (await chunksOfUnfinished()) >= 2, 10_000, 'the first chunks stored');
+    request.destroy();
+    await waitFor(async () => (await ctx.database.query('SELECT 1 FROM media WHERE stored_at IS NULL')).length === 0, 10_000, 'the unfinished upload discarded');
+    expect(await chunksOfUnfinished()).toBe(0);
+  });
+
   it('refuses a form declared over the limit and its overhead before reading it (413)', async () => {
     const response = await ctx.app.inject({
       method: 'POST',

@@ -69,7 +69,9 @@ export function readFormFile(request: IncomingMessage, fileLimit: number, tooLar
       read += chunk.length;
       if (read > fileLimit + FORM_OVERHEAD) fail(tooLarge());
     });
-    request.on('aborted', () => fail(malformed('the client went away before the form ended')));
+    request.on('close', () => {
+      if (!request.readableEnded) fail(malformed('the client went away before the form ended'));
+    });
     form.on('error', (error: unknown) => fail(malformed(messageOf(error))));
     form.on('filesLimit', () => fail(malformed('the form has more than one file: send one file per upload')));
     form.on('partsLimit', () => fail(malformed('the form has too many parts')));
