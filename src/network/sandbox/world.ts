@@ -61,6 +61,30 @@ function payloadOf(message: OutgoingMessage): string | null {
   return Object.keys(payload).length > 0 ? JSON.stringify(payload) : null;
 }
 
+/** A listing of what the account's devices did on the network: one device's, one chat's. */
+export interface DeviceChatFilter {
+  deviceId?: string | undefined;
+  chat?: string | undefined;
+}
+
+/**
+ * The rows of `table` (aliased t; it has device_id and chat) of the account's devices within the
+ * filter: a FROM … WHERE clause and its parameters ($1 the account).
+ */
+function ofAccountDevices(table: 'sandbox_reads' | 'sandbox_presence', accountId: string, filter: DeviceChatFilter): { from: string; params: unknown[] } {
+  const where = ['d.account_id = $1'];
+  const params: unknown[] = [accountId];
+  if (filter.deviceId) {
+    params.push(filter.deviceId);
+    where.push(`t.device_id = $${params.length}`);
+  }
+  if (filter.chat) {
+    params.push(filter.chat);
+    where.push(`t.chat = $${params.length}`);
+  }
+  return { from: `${table} t JOIN devices d ON d.id = t.device_id WHERE ${where.join(' AND ')}`, params };
+}
+
 /** The last presence a device showed in a chat, as the sandbox network saw it. */
 export interface SandboxPresenceView {
   deviceId: string;
@@ -491,42 +515,22 @@ export class SandboxWorld {
   }
 
   /** The last presence each of the account's devices showed in each chat, newest first. */
-  async listPresence(accountId: string, filter: { deviceId?: string | undefined; chat?: string | undefined }, limit: number, offset: number): Promise<{ total: number; items: SandboxPresenceView[] }> {
-    const where = ['d.account_id = $1'];
-    const params: unknown[] = [accountId];
-    if (filter.deviceId) {
-      params.push(filter.deviceId);
-      where.push(`p.device_id = $${params.length}`);
-    }
-    if (filter.chat) {
-      params.push(filter.chat);
-      where.push(`p.chat = $${params.length}`);
-    }
-    const from = `sandbox_presence p JOIN devices d ON d.id = p.device_id WHERE ${where.join(' AND ')}`;
+  async listPresence(accountId: string, filter: DeviceChatFilter, limit: number, offset: number): Promise<{ total: number; items: SandboxPresenceView[] }> {
+    const { from, params } = ofAccountDevices('sandbox_presence', accountId, filter);
     const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, params);
     const rows = await this.database.query<{ device_id: string; chat: string; state: PresenceState; at: Date }>(
-      `SELECT p.device_id, p.chat, p.state, p.at FROM ${from} ORDER BY p.at DESC, p.chat LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT t.device_id, t.chat, t.state, t.at FROM ${from} ORDER BY t.at DESC, t.chat LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, offset],
     );
     return { total: count?.n ?? 0, items: rows.map((r) => ({ deviceId: r.device_id, chat: r.chat, state: r.state, at: r.at })) };
   }
 
   /** The read receipts the account's devices sent, newest first. */
-  async listReads(accountId: string, filter: { deviceId?: string | undefined; chat?: string | undefined }, limit: number, offset: number): Promise<{ total: number; items: SandboxReadView[] }> {
-    const where = ['d.account_id = $1'];
-    const params: unknown[] = [accountId];
-    if (filter.deviceId) {
-      params.push(filter.deviceId);
-      where.push(`r.device_id = $${params.length}`);
-    }
-    if (filter.chat) {
-      params.push(filter.chat);
-      where.push(`r.chat = $${params.length}`);
-    }
-    const from = `sandbox_reads r JOIN devices d ON d.id = r.device_id WHERE ${where.join(' AND ')}`;
+  async listReads(accountId: string, filter: DeviceChatFilter, limit: number, offset: number): Promise<{ total: number; items: SandboxReadView[] }> {
+    const { from, params } = ofAccountDevices('sandbox_reads', accountId, filter);
     const [count] = await this.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${from}`, params);
     const rows = await this.database.query<{ device_id: string; network_message_id: string; chat: string | null; read_at: Date }>(
-      `SELECT r.device_id, r.network_message_id, r.chat, r.read_at FROM ${from} ORDER BY r.read_at DESC, r.network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+      `SELECT t.device_id, t.network_message_id, t.chat, t.read_at FROM ${from} ORDER BY t.read_at DESC, t.network_message_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, limit, offset],
     );
     return {
@@ -534,6 +538,7 @@ export class SandboxWorld {
       items: rows.map((r) => ({ deviceId: r.device_id, networkMessageId: r.network_message_id, chat: r.chat, readAt: r.read_at })),
     };
   }
+
 
   /**
    * Creates a WhatsApp group the device's number is in, with these other members; the device's
