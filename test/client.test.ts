@@ -1,11 +1,11 @@
 /**
  * The typed client (client/) against the running server on a loopback port: a contact, a sandbox
  * device linked by its QR code, a direct send and a bulk job told apart by one check of `async`,
- * the job followed to COMPLETED, a file uploaded and sent by its mediaUrl, and a webhook delivery
- * received on a loopback server and checked with the client's verifier. Also: a 429 is retried
- * after Retry-After with the same request and idempotency key, and client/schema.d.ts is what
- * openapi-typescript makes from the running server's /openapi.json today, with the records as
- * named types.
+ * the job followed to COMPLETED, a file uploaded (as the body and as a form) and sent by its
+ * mediaUrl, and a webhook delivery received on a loopback server and checked with the client's
+ * verifier. Also: a 429 is retried after Retry-After with the same request and idempotency key,
+ * and client/schema.d.ts is what openapi-typescript makes from the running server's
+ * /openapi.json today, with the records as named types.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -129,6 +129,12 @@ describe('the typed client against the running server', () => {
       });
       expect(upload.response.status, JSON.stringify(upload.error)).toBe(201);
       expect(upload.data!.data).toMatchObject({ contentType: 'image/png', fileName: 'menu.png', sizeBytes: photo.length });
+      // Or as a form: openapi-fetch passes FormData as it is, and fetch writes the boundary.
+      const form = new FormData();
+      form.append('file', new Blob([photo], { type: 'image/png' }), 'menu-form.png');
+      const formUpload = await waygate.POST('/media', { body: form as unknown as string });
+      expect(formUpload.response.status, JSON.stringify(formUpload.error)).toBe(201);
+      expect(formUpload.data!.data).toMatchObject({ contentType: 'image/png', fileName: 'menu-form.png', sizeBytes: photo.length, sha256: upload.data!.data.sha256 });
       const image = await waygate.POST('/messages/send', { body: { type: 'IMAGE', content: 'Our menu', mediaUrl: upload.data!.data.mediaUrl, recipients: [contact.phoneNumber] } });
       expect(image.data).toMatchObject({ async: false, message: { type: 'IMAGE', status: 'SENT' } });
 
