@@ -7860,7 +7860,7 @@ export interface operations {
                 /** @description Items per page; values above 100 are clamped to 100 */
                 limit?: number;
                 deviceId?: string;
-                /** @description The other party's number, or a group chat (<digits>@g.us) */
+                /** @description The other party's number (or <digits>@lid), or a group chat (<digits>@g.us) */
                 chat?: string;
             };
             header?: never;
@@ -7930,7 +7930,7 @@ export interface operations {
                 /** @description Items per page; values above 100 are clamped to 100 */
                 limit?: number;
                 deviceId?: string;
-                /** @description The other party's number, or a group chat (<digits>@g.us) */
+                /** @description The other party's number (or <digits>@lid), or a group chat (<digits>@g.us) */
                 chat?: string;
             };
             header?: never;

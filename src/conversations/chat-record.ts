@@ -9,6 +9,9 @@ import { MessageSchema } from '../messaging/message-record.js';
 
 export const ChatTypeSchema = Type.Union([Type.Literal('direct'), Type.Literal('group')]);
 
+/** What a device shows in a chat (the network's PresenceState). */
+export const PresenceStateSchema = Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('paused')]);
+
 export const ChatSchema = Type.Object({
   id: Type.String({ description: 'Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us' }),
   deviceId: Type.String(),

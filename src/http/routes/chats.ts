@@ -3,7 +3,7 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ConversationService } from '../../conversations/conversation-service.js';
 import { MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
-import { ChatDetailSchema, ChatSchema, ChatTypeSchema, NumberCheckSchema } from '../../conversations/chat-record.js';
+import { ChatDetailSchema, ChatSchema, ChatTypeSchema, NumberCheckSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { MessageSchema } from '../../messaging/message-record.js';
 import { auth } from '../auth.js';
 import { errorResponses, ListingMeta, ListingQuery, successData } from '../schemas.js';
@@ -108,7 +108,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
         params: ChatParams,
         querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
         body: Type.Object(
-          { state: Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('paused')]), ...DeviceQuery },
+          { state: PresenceStateSchema, ...DeviceQuery },
           { additionalProperties: false },
         ),
         response: {

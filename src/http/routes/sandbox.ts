@@ -2,7 +2,9 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
 import { normalizePhone } from '../../platform/phone.js';
-import type { SandboxPayload, SandboxWorld } from '../../network/sandbox/world.js';
+import type { DeviceChatFilter, SandboxPayload, SandboxWorld } from '../../network/sandbox/world.js';
+import { PresenceStateSchema } from '../../conversations/chat-record.js';
+import { normalizeChatId } from '../../conversations/chat-ids.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
 import { checkKind, referenceProblem, type KindInput } from '../../messaging/message-kinds.js';
 import { getMessage, getReferenced } from '../../messaging/message-store.js';
@@ -30,7 +32,7 @@ function httpUrl(raw: string, field: string): string {
 const SandboxPresence = Type.Object({
   deviceId: Type.String(),
   chat: Type.String({ description: "The other party's number, or a group chat (<digits>@g.us)" }),
-  state: Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('paused')]),
+  state: PresenceStateSchema,
   at: Timestamp,
 });
 
@@ -39,14 +41,16 @@ const DeviceChatQuery = Type.Object(
   {
     ...PageQuery,
     deviceId: Type.Optional(Type.String({ maxLength: 100 })),
-    chat: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The other party's number, or a group chat (<digits>@g.us)" })),
+    chat: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The other party's number (or <digits>@lid), or a group chat (<digits>@g.us)" })),
   },
   { additionalProperties: false },
 );
 
-function deviceChatFilter(query: { deviceId?: string | undefined; chat?: string | undefined }): { deviceId: string | undefined; chat: string | undefined } {
-  const { deviceId, chat } = query;
-  return { deviceId, chat: chat === undefined || chat.endsWith('@g.us') ? chat : digits(chat, 'chat') };
+function deviceChatFilter({ deviceId, chat }: DeviceChatFilter): DeviceChatFilter {
+  if (chat === undefined) return { deviceId };
+  const id = normalizeChatId(chat);
+  if (!id) throw validationError('chat', 'is not a phone number or a chat id (<digits>@g.us, <digits>@lid)');
+  return { deviceId, chat: id };
 }
 
 const SandboxRead = Type.Object({
