@@ -27,11 +27,14 @@ export interface FormFile {
 
 /**
  * Starts reading the form of `request` and resolves with its file part once its headers arrive.
- * `tooLarge` is the error for a body over `fileLimit` + FORM_OVERHEAD bytes. Every other refusal
+ * `tooLarge` is the error for a body declared or read over `fileLimit` + FORM_OVERHEAD bytes. Every other refusal
  * is VALIDATION_ERROR on `body`. Refusals close the connection, since the rest of the body is not
  * read.
  */
 export function readFormFile(request: IncomingMessage, fileLimit: number, tooLarge: () => Error): Promise<FormFile> {
+  const bodyLimit = fileLimit + FORM_OVERHEAD;
+  // A declared length over the bound: refused before a byte is read.
+  if (Number(request.headers['content-length']) > bodyLimit) return Promise.reject(tooLarge());
   let form: BusboyInstance;
   try {
     form = Busboy({
@@ -67,7 +70,7 @@ export function readFormFile(request: IncomingMessage, fileLimit: number, tooLar
     let read = 0;
     request.on('data', (chunk: Buffer) => {
       read += chunk.length;
-      if (read > fileLimit + FORM_OVERHEAD) fail(tooLarge());
+      if (read > bodyLimit) fail(tooLarge());
     });
     request.on('close', () => {
       if (!request.readableEnded) fail(malformed('the client went away before the form ended'));

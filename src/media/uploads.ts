@@ -58,37 +58,24 @@ export class UploadService {
    */
   async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array>): Promise<Upload> {
     if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) throw uploadTooLarge();
-    const room = await this.room(this.database, accountId, (await accountPlanLimits(this.database, accountId))?.maxUploadBytes ?? null);
-    if (room.free <= 0 || (file.declaredBytes !== undefined && file.declaredBytes > room.free)) throw room.full(file.declaredBytes);
+    const room = await uploadRoom(this.database, accountId, (await accountPlanLimits(this.database, accountId))?.maxUploadBytes ?? null);
+    if (room.free <= 0 || (file.declaredBytes !== undefined && file.declaredBytes > room.free)) throw planFull(room, file.declaredBytes);
     const id = newId('upl');
     try {
       const { sizeBytes } = await writeMedia(this.database, { messageId: id, accountId, contentType: file.contentType, fileName: file.fileName }, body, Math.min(UPLOAD_LIMIT, room.free));
       if (sizeBytes === 0) throw new AppError('VALIDATION_ERROR', 'The file is empty: send its bytes as the request body', [{ field: 'body', message: 'is empty' }]);
       await this.database.transaction(async (tx) => {
-        const now = await this.room(tx, accountId, (await lockAccountPlan(tx, accountId))?.maxUploadBytes ?? null);
-        if (sizeBytes > now.free) throw now.full(sizeBytes);
+        const now = await uploadRoom(tx, accountId, (await lockAccountPlan(tx, accountId))?.maxUploadBytes ?? null);
+        if (sizeBytes > now.free) throw planFull(now, sizeBytes);
         await publishMedia(tx, id);
       });
     } catch (error) {
       await discardMedia(this.database, id);
-      if (error instanceof MediaTooLargeError) throw error.limit < UPLOAD_LIMIT ? room.full(undefined) : uploadTooLarge();
+      // A read bounded below UPLOAD_LIMIT was bounded by the plan's room.
+      if (error instanceof MediaTooLargeError) throw error.limit < UPLOAD_LIMIT ? planFull(room, undefined) : uploadTooLarge();
       throw error;
     }
     return this.toUpload(await this.file(accountId, id));
-  }
-
-  /** What the plan's limit (null: none) leaves of the account's upload storage, and the refusal when a file does not fit. */
-  private async room(db: Queryable, accountId: string, limit: number | null): Promise<{ free: number; full: (size: number | undefined) => AppError }> {
-    if (limit === null) return { free: Number.POSITIVE_INFINITY, full: () => uploadTooLarge() };
-    const used = await uploadBytesHeld(db, accountId);
-    const full = (size: number | undefined): AppError =>
-      new AppError(
-        'PLAN_LIMIT',
-        `Your plan's uploads may hold ${limit} bytes and hold ${used}${size === undefined ? '' : `; this file of ${size} bytes does not fit`}: delete uploads you no longer need (DELETE /media/{id}) or upgrade the plan`,
-        { limit, used },
-        { connection: 'close' },
-      );
-    return { free: limit - used, full };
   }
 
   /** The account's uploads, newest first. */
@@ -122,6 +109,28 @@ export class UploadService {
     };
   }
 }
+
+/** What the plan's limit (null: none) leaves of the account's upload storage. */
+interface UploadRoom {
+  limit: number | null;
+  used: number;
+  free: number;
+}
+
+async function uploadRoom(db: Queryable, accountId: string, limit: number | null): Promise<UploadRoom> {
+  if (limit === null) return { limit, used: 0, free: Number.POSITIVE_INFINITY };
+  const used = await uploadBytesHeld(db, accountId);
+  return { limit, used, free: limit - used };
+}
+
+/** The refusal of a file (of `size` bytes, if known) that the room does not take; answered with the connection closed, as the rest of the body is not read. */
+const planFull = ({ limit, used }: UploadRoom, size: number | undefined): AppError =>
+  new AppError(
+    'PLAN_LIMIT',
+    `Your plan's uploads may hold ${limit} bytes and hold ${used}${size === undefined ? '' : `; this file of ${size} bytes does not fit`}: delete uploads you no longer need (DELETE /media/{id}) or upgrade the plan`,
+    { limit, used },
+    { connection: 'close' },
+  );
 
 const notFound = (): AppError => new AppError('NOT_FOUND', 'Upload not found (uploads are kept MEDIA_RETENTION_DAYS)');
 

@@ -119,21 +119,21 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
       async (request, reply) => {
         const { accountId } = auth(request);
         const { fileName } = request.query;
-        const declared = Number(request.headers['content-length']);
         const type = request.headers['content-type'] ?? '';
-        if (/^multipart\//i.test(type) && !/^multipart\/form-data\b/i.test(type)) {
+        const multipart = /^multipart\//i.test(type);
+        if (multipart && !/^multipart\/form-data\b/i.test(type)) {
           throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported Content-Type: ${type}; send the file's bytes as the body, or a multipart/form-data form`, undefined, { connection: 'close' });
         }
-        if (!/^multipart\//i.test(type)) {
+        if (!multipart) {
+          const declared = Number(request.headers['content-length']);
           const upload = await uploads.create(
             accountId,
-            { contentType: fileType(request.headers['content-type']), fileName, declaredBytes: Number.isFinite(declared) ? declared : undefined },
+            { contentType: fileType(type), fileName, declaredBytes: Number.isFinite(declared) ? declared : undefined },
             request.raw,
           );
           return reply.status(201).send({ success: true as const, data: upload });
         }
         // A form: its file part is the upload, under its own name and type unless ?fileName= says otherwise.
-        if (declared > UPLOAD_LIMIT + FORM_OVERHEAD) throw uploadTooLarge();
         const form = await readFormFile(request.raw, UPLOAD_LIMIT, uploadTooLarge);
         const upload = await uploads.create(
           accountId,
