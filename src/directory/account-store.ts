@@ -8,7 +8,10 @@ import { USED_IN_PERIOD_SQL } from '../messaging/quota-store.js';
 import type { Queryable } from '../platform/database.js';
 import type { Plan } from './plans.js';
 
+/** The one projection of a plan row (`p`) onto the Plan shape; every statement reading a plan selects it. */
 const PLAN_COLUMNS = 'p.id, p.name, p.message_quota AS "messageQuota", p.period, p.max_devices AS "maxDevices", p.max_webhooks AS "maxWebhooks", p.max_upload_bytes::float8 AS "maxUploadBytes"';
+/** The plan of account $1. */
+const ACCOUNT_PLAN_SQL = `SELECT ${PLAN_COLUMNS} FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1`;
 
 /** An arbitrary constant: "wgfirstu" (first-user sign-up). */
 const FIRST_USER_LOCK_KEY = 0x77676675;
@@ -87,8 +90,7 @@ export async function setAccountPlan(db: Queryable, accountId: string, planId: s
 export async function findAccountWithPlan(db: Queryable, accountId: string): Promise<AccountWithPlan | undefined> {
   const [row] = await db.query<Omit<AccountWithPlan, 'plan'> & { plan: Plan }>(
     `SELECT a.id, a.name, a.created_at AS "createdAt", a.plan_started_at AS "planStartedAt", a.contacts_count AS "contactsCount",
-            json_build_object('id', p.id, 'name', p.name, 'messageQuota', p.message_quota, 'period', p.period,
-                              'maxDevices', p.max_devices, 'maxWebhooks', p.max_webhooks, 'maxUploadBytes', p.max_upload_bytes) AS plan
+            (SELECT to_json(plan) FROM (SELECT ${PLAN_COLUMNS}) plan) AS plan
        FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1`,
     [accountId],
   );
@@ -109,13 +111,9 @@ export async function periodUsage(db: Queryable, accountId: string, anchor: Date
   return { start: row!.period_start, end: row!.period_end, used: row!.used ?? 0 };
 }
 
-type PlanLimits = Pick<Plan, 'maxDevices' | 'maxWebhooks' | 'maxUploadBytes' | 'messageQuota'>;
-const PLAN_LIMITS_SQL = `SELECT p.max_devices AS "maxDevices", p.max_webhooks AS "maxWebhooks", p.max_upload_bytes::float8 AS "maxUploadBytes", p.message_quota AS "messageQuota"
-       FROM accounts a JOIN plans p ON p.id = a.plan_id WHERE a.id = $1`;
-
-/** The account's plan's limits, unlocked (a first look; a change counted against one takes lockAccountPlan). */
-export async function accountPlanLimits(db: Queryable, accountId: string): Promise<PlanLimits | undefined> {
-  const [row] = await db.query<PlanLimits>(PLAN_LIMITS_SQL, [accountId]);
+/** The account's plan, unlocked (a first look; a change counted against its limits takes lockAccountPlan). */
+export async function accountPlan(db: Queryable, accountId: string): Promise<Plan | undefined> {
+  const [row] = await db.query<Plan>(ACCOUNT_PLAN_SQL, [accountId]);
   return row;
 }
 
@@ -124,7 +122,7 @@ export async function accountPlanLimits(db: Queryable, accountId: string): Promi
  * there is no such account. Changes counted against a plan limit take this lock first, so
  * concurrent ones queue and each sees the count the previous one left.
  */
-export async function lockAccountPlan(tx: Queryable, accountId: string): Promise<PlanLimits | undefined> {
-  const [row] = await tx.query<PlanLimits>(`${PLAN_LIMITS_SQL} FOR UPDATE OF a`, [accountId]);
+export async function lockAccountPlan(tx: Queryable, accountId: string): Promise<Plan | undefined> {
+  const [row] = await tx.query<Plan>(`${ACCOUNT_PLAN_SQL} FOR UPDATE OF a`, [accountId]);
   return row;
 }

@@ -7,7 +7,7 @@
  * fits the type's size cap, and the worker reads it from the store instead of over HTTP.
  */
 import type { Database, Queryable } from '../platform/database.js';
-import { accountPlanLimits, lockAccountPlan } from '../directory/account-store.js';
+import { accountPlan, lockAccountPlan } from '../directory/account-store.js';
 import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { withoutControlCharacters } from '../platform/text.js';
@@ -58,7 +58,7 @@ export class UploadService {
    */
   async create(accountId: string, file: NewUpload, body: AsyncIterable<Uint8Array>): Promise<Upload> {
     if (file.declaredBytes !== undefined && file.declaredBytes > UPLOAD_LIMIT) throw uploadTooLarge();
-    const room = await uploadRoom(this.database, accountId, (await accountPlanLimits(this.database, accountId))?.maxUploadBytes ?? null);
+    const room = await uploadRoom(this.database, accountId, (await accountPlan(this.database, accountId))?.maxUploadBytes ?? null);
     if (room.free <= 0 || (file.declaredBytes !== undefined && file.declaredBytes > room.free)) throw planFull(room, file.declaredBytes);
     const id = newId('upl');
     try {
