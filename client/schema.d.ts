@@ -1394,6 +1394,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "chat.presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * chat.presence
+         * @description A contact shows typing or recording in a chat, or went online or offline (WhatsApp: after the device showed presence in, or read, the contact's chat). Answer 2xx within 15 s to acknowledge; anything else is retried (WEBHOOK_RETRY_SCHEDULE, honouring Retry-After); 410 Gone turns the endpoint off.
+         */
+        post: operations["onChatPresenceEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "device.status": {
         parameters: {
             query?: never;
@@ -1616,6 +1636,37 @@ export interface components {
              */
             async: true;
         };
+        /** ChatPresenceData */
+        ChatPresenceData: {
+            deviceId: string;
+            /** @description The chat it shows in: the person (digits, or <digits>@lid while the network hides the number), or a group (<digits>@g.us) */
+            chatId: string;
+            /** @description The person's number, when known */
+            from: string | null;
+            /** @description WhatsApp: the person's LID (<digits>@lid), when known */
+            fromLid: string | null;
+            state: "typing" | "recording" | "online" | "offline";
+            /** @description offline: when they were last online, if they share it */
+            lastSeen: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds
+             */
+            at: string;
+        };
+        /** @description The body of a chat.presence delivery */
+        ChatPresenceEvent: {
+            /** @constant */
+            type: "chat.presence";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601 UTC with milliseconds)
+             */
+            timestamp: string;
+            /** @description The event's place in the account's sequence (1, 2, 3 … with no gaps); GET /events?after= backfills a gap */
+            seq: number;
+            data: components["schemas"]["ChatPresenceData"];
+        };
         /**
          * Contact
          * @example {
@@ -1768,7 +1819,7 @@ export interface components {
          * EventType
          * @enum {string}
          */
-        EventType: "message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled" | "webhook.test";
+        EventType: "message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "chat.presence" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled" | "webhook.test";
         /** FieldError */
         FieldError: {
             field: string;
@@ -2390,7 +2441,7 @@ export interface components {
             url: string;
             description: string | null;
             /** @description The event types delivered; empty means every type */
-            events: ("message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled")[];
+            events: ("message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "chat.presence" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled")[];
             /** @description Only active endpoints receive events and count against the plan */
             active: boolean;
             /** @description Why Waygate turned the endpoint off (it answered 410 Gone); cleared when it is activated again */
@@ -2452,7 +2503,7 @@ export interface components {
          * WebhookEventType
          * @enum {string}
          */
-        WebhookEventType: "message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled";
+        WebhookEventType: "message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "chat.presence" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled";
         /** WebhookHealth */
         WebhookHealth: {
             state: "HEALTHY" | "FAILING" | "DISABLED" | "NO_ATTEMPTS";
@@ -2528,7 +2579,7 @@ export interface components {
             url: string;
             description: string | null;
             /** @description The event types delivered; empty means every type */
-            events: ("message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled")[];
+            events: ("message.received" | "message.status" | "message.reaction" | "message.edited" | "message.deleted" | "poll.vote" | "chat.presence" | "device.status" | "bulk_job.completed" | "bulk_job.cancelled")[];
             /** @description Only active endpoints receive events and count against the plan */
             active: boolean;
             /** @description Why Waygate turned the endpoint off (it answered 410 Gone); cleared when it is activated again */
@@ -2848,6 +2899,8 @@ export type BulkJobCancelledEvent = components['schemas']['BulkJobCancelledEvent
 export type BulkJobCompletedEvent = components['schemas']['BulkJobCompletedEvent'];
 export type BulkJobStatus = components['schemas']['BulkJobStatus'];
 export type BulkSendResult = components['schemas']['BulkSendResult'];
+export type ChatPresenceData = components['schemas']['ChatPresenceData'];
+export type ChatPresenceEvent = components['schemas']['ChatPresenceEvent'];
 export type Contact = components['schemas']['Contact'];
 export type ContactCard = components['schemas']['ContactCard'];
 export type ContactImportReport = components['schemas']['ContactImportReport'];
@@ -7509,6 +7562,8 @@ export interface operations {
                     mentions?: string[];
                     /** @description A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in */
                     group?: string;
+                    /** @description Play what the sender shows in their chat with the device, or (with `group`) in the group chat: typing, recording, online or offline (a chat.presence event; give no type and content "") */
+                    presence?: "typing" | "recording" | "online" | "offline";
                     /** @description Play the sender's vote on a POLL the device sent them, or (with `group`) sent into a group chat they are a member of (then give no type and content "") */
                     vote?: {
                         messageId: string;
@@ -8382,6 +8437,58 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["PollVoteEvent"];
+            };
+        };
+        responses: {
+            /** @description Gone: Waygate turns the endpoint off (disabledReason says so) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: the delivery is done */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onChatPresenceEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id; the same on every retry: de-duplicate by it */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was sent, in seconds since the epoch; refuse ones far from now */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed by the base64-decoded secret after `whsec_`; during a secret rotation two signatures, space-separated. Any Standard Webhooks library verifies it. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "chat.presence",
+                 *       "timestamp": "2026-11-25T09:30:00.000Z",
+                 *       "seq": 1,
+                 *       "data": {
+                 *         "deviceId": "string",
+                 *         "chatId": "string",
+                 *         "from": "string",
+                 *         "fromLid": "string",
+                 *         "state": "typing",
+                 *         "lastSeen": "2026-11-25T09:30:00.000Z",
+                 *         "at": "2026-11-25T09:30:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChatPresenceEvent"];
             };
         };
         responses: {

@@ -3,16 +3,19 @@
  * made by traffic both ways and by group chats, unread counts and reading, a chat's history paged
  * by keyset, sending into a group chat, number look-ups, and the unhappy paths.
  */
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatDetailJson, ChatJson } from '../src/conversations/chat-record.js';
-import { createTenant, type Tenant, type TestContext } from './helpers.js';
+import type { ChatDetailJson, ChatJson, ChatPresence } from '../src/conversations/chat-record.js';
+import type { Jsonified } from '../src/platform/record-schema.js';
+import { startWebhookReceiver } from './webhook-receiver.js';
+import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import {
   call,
-  createMessagingApp,
   expectError,
   expectFieldError,
   expectOk,
   linkDevice,
+  MESSAGING_ENV,
   phone,
   sandboxMessages,
   sendDirect,
@@ -25,7 +28,8 @@ let ctx: TestContext;
 
 // The app's start (migrations) and the 10,000-message history take long on a loaded machine.
 beforeAll(async () => {
-  ctx = await createMessagingApp();
+  // Private URLs allowed: a webhook receiver listens on loopback.
+  ctx = await createTestApp({ ...MESSAGING_ENV, ALLOW_PRIVATE_URLS: 'true' }, { worker: true });
 }, 180_000);
 
 afterAll(async () => {
@@ -152,6 +156,51 @@ describe('chats from traffic', () => {
     expect((await presence(`?deviceId=${device.id}&chat=%2B${alice}`)).data).toEqual([{ deviceId: device.id, chat: alice, state: 'paused', at: expect.any(String) }]);
     expect((await presence(`?chat=${bob}`)).meta.total).toBe(0);
     expect(expectOk<Presence>(await call(ctx, await createTenant(ctx), 'GET', '/sandbox/presence')).meta.total).toBe(0);
+  });
+
+  it("a contact's presence (typing, recording, online, offline) is a chat.presence event, signed to a webhook; in a group it names the group", async () => {
+    const hook = await startWebhookReceiver();
+    try {
+      const tenant = await createTenant(ctx);
+      const endpoint = expectOk<DataBody<{ secret: string }>>(await call(ctx, tenant, 'POST', '/webhooks', { url: hook.url, events: ['chat.presence'] }), 201).data;
+      const device = await linkDevice(ctx, tenant);
+      const [alice, bob] = [phone(), phone()];
+      const group = await createGroup(tenant, device.id, 'Choir', [alice, bob]);
+      const play = (from: string, presence: string, extra: Record<string, unknown> = {}) =>
+        call(ctx, tenant, 'POST', '/sandbox/incoming', { deviceId: device.id, from, content: '', presence, ...extra });
+      for (const state of ['typing', 'recording', 'online', 'offline']) expectOk(await play(alice, state), 202);
+      expectOk(await play(bob, 'typing', { group: group.id }), 202);
+
+      type PresenceEvent = { type: string; seq: number; data: Jsonified<ChatPresence> };
+      const events = await waitFor(async () => {
+        const page = expectOk<{ data: PresenceEvent[] }>(await call(ctx, tenant, 'GET', '/events?type=chat.presence&limit=10')).data;
+        return page.length === 5 && page;
+      }, 15_000, 'five chat.presence events');
+      const base = { deviceId: device.id, fromLid: null, at: expect.any(String) };
+      expect(events.map((event) => event.data)).toEqual([
+        { ...base, chatId: alice, from: alice, state: 'typing', lastSeen: null },
+        { ...base, chatId: alice, from: alice, state: 'recording', lastSeen: null },
+        { ...base, chatId: alice, from: alice, state: 'online', lastSeen: null },
+        { ...base, chatId: alice, from: alice, state: 'offline', lastSeen: expect.any(String) },
+        { ...base, chatId: group.id, from: bob, state: 'typing', lastSeen: null },
+      ]);
+      const offline = events[3]!.data;
+      expect(Date.parse(offline.lastSeen!)).toBeLessThanOrEqual(Date.parse(offline.at));
+
+      await waitFor(() => hook.received.length >= 5, 15_000, 'five deliveries');
+      const verifier = new Webhook(endpoint.secret);
+      const delivered = hook.received.map((item) => verifier.verify(item.body, item.headers as Record<string, string>) as PresenceEvent);
+      expect(delivered.map((event) => [event.seq, event.data.state]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual(events.map((event) => [event.seq, event.data.state]));
+
+      // Presence is played alone, by a member in a group, in a state the network knows; nothing is recorded for a refusal.
+      expectFieldError(await play(alice, 'dancing'), 'presence');
+      expectFieldError(await play(phone(), 'typing', { group: group.id }), 'from');
+      expectFieldError(await play(alice, 'typing', { edit: { messageId: 'msg_x', content: 'y' } }), 'presence');
+      expectError(await call(ctx, await createTenant(ctx), 'POST', '/sandbox/incoming', { deviceId: device.id, from: alice, content: '', presence: 'typing' }), 404, 'NOT_FOUND');
+      expect(expectOk<{ data: PresenceEvent[] }>(await call(ctx, tenant, 'GET', '/events?type=chat.presence&limit=10')).data).toHaveLength(5);
+    } finally {
+      await hook.close();
+    }
   });
 
   it('a message sent into a group chat reaches every member once', async () => {

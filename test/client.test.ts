@@ -229,7 +229,7 @@ describe('the generated types', () => {
     expectTypeOf<DirectSendResult['async']>().toEqualTypeOf<false>();
     expectTypeOf<BulkSendResult['async']>().toEqualTypeOf<true>();
     expectTypeOf<WebhookEvent['type']>().toEqualTypeOf<
-      'message.received' | 'message.status' | 'message.reaction' | 'message.edited' | 'message.deleted' | 'poll.vote' | 'device.status' | 'bulk_job.completed' | 'bulk_job.cancelled' | 'webhook.test'
+      'message.received' | 'message.status' | 'message.reaction' | 'message.edited' | 'message.deleted' | 'poll.vote' | 'chat.presence' | 'device.status' | 'bulk_job.completed' | 'bulk_job.cancelled' | 'webhook.test'
     >();
   });
 });

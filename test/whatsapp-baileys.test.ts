@@ -127,7 +127,7 @@ describe('the real Baileys socket', () => {
     }
   }, 30_000);
 
-  it('the fake socket\'s payloads exist in Baileys 7: lid-mapping.update {lid, pn}, remoteJidAlt / participantAlt, Contact.phoneNumber, getPNForLID, mediaUploadTimeoutMs', async () => {
+  it('the fake socket\'s payloads exist in Baileys 7: lid-mapping.update {lid, pn}, remoteJidAlt / participantAlt, Contact.phoneNumber, getPNForLID, mediaUploadTimeoutMs, presence.update', async () => {
     const types = path.join(root, 'node_modules', 'baileys', 'lib');
     const events = await readFile(path.join(types, 'Types', 'Events.d.ts'), 'utf8');
     const auth = await readFile(path.join(types, 'Types', 'Auth.d.ts'), 'utf8');
@@ -141,6 +141,13 @@ describe('the real Baileys socket', () => {
     expect(message).toContain('mediaUploadTimeoutMs?: number;');
     expect(contact).toMatch(/phoneNumber\?: string;/);
     expect(lidMapping).toContain('getPNForLID(lid: string): Promise<string | null>;');
+    // presence.update, as the fake emits it and CONTACT_PRESENCE maps it (a chat's `paused` arrives as available).
+    const chat = await readFile(path.join(types, 'Types', 'Chat.d.ts'), 'utf8');
+    const chatsSource = await readFile(path.join(types, 'Socket', 'chats.js'), 'utf8');
+    expect(events).toMatch(/'presence\.update': \{\s*id: string;\s*presences: \{\s*\[participant: string\]: PresenceData;/);
+    expect(chat).toContain("export type WAPresence = 'unavailable' | 'available' | 'composing' | 'recording' | 'paused';");
+    expect(chat).toMatch(/export interface PresenceData \{\s*lastKnownPresence: WAPresence;\s*lastSeen\?: number;/);
+    expect(chatsSource).toMatch(/if \(type === 'paused'\) \{\s*type = 'available';/);
     // The chats.phoneNumberShare event of Baileys 6 is gone.
     expect(events).not.toContain('phoneNumberShare');
   });

@@ -128,6 +128,38 @@ describe('WhatsApp conversations through the API', () => {
     ]);
   });
 
+  it("reading a person's chat subscribes to their presence; presence.update becomes chat.presence events (typing, recording, online, offline), by number when known", async () => {
+    socket.presences.length = 0;
+    expect((await api('POST', '/chats/6281377700013/read')).status).toBe(200);
+    await waitFor(() => socket.presences.length >= 1, 5_000, 'presenceSubscribe');
+    expect(socket.presences).toEqual([{ type: 'subscribe', jid: '6281377700013@s.whatsapp.net' }]);
+
+    const lastSeen = Math.floor(Date.now() / 1000) - 60;
+    socket.emit('presence.update', { id: '6281377700013@s.whatsapp.net', presences: { '6281377700013@s.whatsapp.net': { lastKnownPresence: 'composing' } } });
+    socket.emit('presence.update', { id: '5550013@lid', presences: { '5550013@lid': { lastKnownPresence: 'recording' } } });
+    socket.emit('presence.update', { id: GROUP, presences: { '5550011@lid': { lastKnownPresence: 'composing' } } });
+    socket.emit('presence.update', { id: '6281377700013@s.whatsapp.net', presences: { '6281377700013@s.whatsapp.net': { lastKnownPresence: 'available' } } });
+    socket.emit('presence.update', { id: '6281377700013@s.whatsapp.net', presences: { '6281377700013@s.whatsapp.net': { lastKnownPresence: 'unavailable', lastSeen } } });
+    // The device's own number (another of its linked devices) and a LID WhatsApp never mapped.
+    socket.emit('presence.update', { id: `${ME}@s.whatsapp.net`, presences: { [`${ME}@s.whatsapp.net`]: { lastKnownPresence: 'available' } } });
+    socket.emit('presence.update', { id: '5550099@lid', presences: { '5550099@lid': { lastKnownPresence: 'composing' } } });
+
+    type Presence = { data: { deviceId: string; chatId: string; from: string | null; fromLid: string | null; state: string; lastSeen: string | null } };
+    const events = await waitFor(async () => {
+      const page = (await api<{ data: Presence[] }>('GET', '/events?type=chat.presence&limit=20')).body.data;
+      return page.length >= 6 ? page : undefined;
+    }, 5_000, 'six chat.presence events');
+    const known = { deviceId, chatId: '6281377700013', from: '6281377700013', fromLid: '5550013@lid' };
+    expect(events.map((event) => event.data)).toEqual([
+      { ...known, fromLid: null, state: 'typing', lastSeen: null, at: expect.any(String) },
+      { ...known, state: 'recording', lastSeen: null, at: expect.any(String) },
+      { deviceId, chatId: GROUP, from: '6281377700011', fromLid: '5550011@lid', state: 'typing', lastSeen: null, at: expect.any(String) },
+      { ...known, fromLid: null, state: 'online', lastSeen: null, at: expect.any(String) },
+      { ...known, fromLid: null, state: 'offline', lastSeen: new Date(lastSeen * 1000).toISOString(), at: expect.any(String) },
+      { deviceId, chatId: '5550099@lid', from: null, fromLid: '5550099@lid', state: 'typing', lastSeen: null, at: expect.any(String) },
+    ]);
+  });
+
   it('checks numbers with onWhatsApp, once per number (cached), and sends into a group chat by its id', async () => {
     socket.notOnWhatsApp.add('6281377700099');
     const calls = socket.onWhatsAppCalls;

@@ -8,10 +8,16 @@
  * route is asked; if that fails too, `unreachable` is set (the shell shows a banner and pages mark
  * what they show as possibly stale) and the server is asked again every few seconds until it
  * answers, when the stream is opened again.
+ *
+ * What contacts show in chats (`presence` news): the latest state per device and chat, with when it
+ * arrived, in a context of its own (PresenceContext) so that only the Inbox re-renders on it.
+ * Typing or recording is forgotten after TYPING_SHOWN_MS (WhatsApp repeats it while the person
+ * keeps at it) unless a newer state replaces it first; after a reconnect all of it is forgotten,
+ * as news may have been missed.
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useContext, useEffect, useState, type ReactNode } from 'react';
-import type { Device, Page } from './types';
+import type { ContactPresenceState, Device, Page } from './types';
 
 interface LiveState {
   connected: boolean;
@@ -23,6 +29,24 @@ interface LiveState {
 
 const LiveContext = createContext<LiveState>({ connected: false, unreachable: false, announcement: '' });
 export const useLive = () => useContext(LiveContext);
+
+/** A contact's latest presence in a chat, and when (browser clock, ms) it arrived. */
+export interface ContactPresence {
+  state: ContactPresenceState;
+  at: number;
+}
+/** How long typing or recording shows without being repeated. */
+export const TYPING_SHOWN_MS = 25_000;
+const presenceKey = (deviceId: string, chatId: string): string => `${deviceId} ${chatId}`;
+const showsActivity = (state: ContactPresenceState): state is 'typing' | 'recording' => state === 'typing' || state === 'recording';
+
+const PresenceContext = createContext<ReadonlyMap<string, ContactPresence>>(new Map());
+
+/** What the contact is doing in the chat of the device now: 'typing', 'recording' or nothing. */
+export function useContactPresence(deviceId: string, chatId: string): 'typing' | 'recording' | undefined {
+  const state = useContext(PresenceContext).get(presenceKey(deviceId, chatId))?.state;
+  return state && showsActivity(state) ? state : undefined;
+}
 
 /** How long the stream may be down before the server is asked whether it is there. */
 const GRACE_MS = 2500;
@@ -40,12 +64,20 @@ async function serverAnswers(): Promise<boolean> {
 export function LiveProvider({ children }: { children: ReactNode }) {
   const client = useQueryClient();
   const [state, setState] = useState<LiveState>({ connected: false, unreachable: false, announcement: '' });
+  const [presence, setPresence] = useState<ReadonlyMap<string, ContactPresence>>(() => new Map());
 
   useEffect(() => {
     let source: EventSource | null = null;
     let opened = false;
     let timer: number | undefined;
     let stopped = false;
+    /** Per chat, the timer that ends its typing or recording. */
+    const expiries = new Map<string, number>();
+    const forgetPresence = (): void => {
+      for (const expiry of expiries.values()) window.clearTimeout(expiry);
+      expiries.clear();
+      setPresence((previous) => (previous.size === 0 ? previous : new Map()));
+    };
 
     const probe = async (): Promise<void> => {
       timer = undefined;
@@ -71,7 +103,10 @@ export function LiveProvider({ children }: { children: ReactNode }) {
         window.clearTimeout(timer);
         timer = undefined;
         setState((previous) => ({ ...previous, connected: true, unreachable: false }));
-        if (opened) void client.invalidateQueries();
+        if (opened) {
+          void client.invalidateQueries();
+          forgetPresence();
+        }
         opened = true;
       });
       source.addEventListener('device', (event: MessageEvent<string>) => {
@@ -90,6 +125,28 @@ export function LiveProvider({ children }: { children: ReactNode }) {
       source.addEventListener('chat', () => {
         void client.invalidateQueries({ queryKey: ['chats'] });
       });
+      // A contact's presence in a chat: typing or recording shows until replaced, or for TYPING_SHOWN_MS.
+      source.addEventListener('presence', (event: MessageEvent<string>) => {
+        const news = JSON.parse(event.data) as { deviceId: string; state: ContactPresenceState; chatId: string };
+        const key = presenceKey(news.deviceId, news.chatId);
+        const latest: ContactPresence = { state: news.state, at: Date.now() };
+        window.clearTimeout(expiries.get(key));
+        expiries.delete(key);
+        setPresence((previous) => new Map(previous).set(key, latest));
+        if (!showsActivity(news.state)) return;
+        expiries.set(
+          key,
+          window.setTimeout(() => {
+            expiries.delete(key);
+            setPresence((previous) => {
+              if (previous.get(key) !== latest) return previous;
+              const next = new Map(previous);
+              next.delete(key);
+              return next;
+            });
+          }, TYPING_SHOWN_MS),
+        );
+      });
       source.onerror = () => {
         setState((previous) => ({ ...previous, connected: false }));
         schedule(GRACE_MS);
@@ -101,9 +158,14 @@ export function LiveProvider({ children }: { children: ReactNode }) {
     return () => {
       stopped = true;
       window.clearTimeout(timer);
+      for (const expiry of expiries.values()) window.clearTimeout(expiry);
       source?.close();
     };
   }, [client]);
 
-  return <LiveContext.Provider value={state}>{children}</LiveContext.Provider>;
+  return (
+    <LiveContext.Provider value={state}>
+      <PresenceContext.Provider value={presence}>{children}</PresenceContext.Provider>
+    </LiveContext.Provider>
+  );
 }

@@ -66,6 +66,8 @@ export type {
 
 /** Chats as the API writes them (src/conversations/chat-record.ts, type-only). */
 export type { ChatJson as Chat, ChatDetailJson as ChatDetail } from '../../src/conversations/chat-record';
+/** What a contact shows in a chat (the `presence` news of the live stream). */
+export type { ContactPresenceState } from '../../src/conversations/chat-record';
 
 export interface SendResult {
   success: true;

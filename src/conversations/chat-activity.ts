@@ -10,8 +10,17 @@ import type { Database } from '../platform/database.js';
 import type { Bus } from '../platform/bus.js';
 import { BatchPump } from '../platform/batch-pump.js';
 import { recordOutgoing, type OutgoingActivity } from './chat-store.js';
+import type { ContactPresenceState } from './chat-record.js';
 
 const MAX_BATCH = 5_000;
+
+/** The waygate_presence payload: `<deviceId> <state> <chatId>` (none of the three holds a space). */
+export const presenceNews = (deviceId: string, chatId: string, state: ContactPresenceState): string => `${deviceId} ${state} ${chatId}`;
+
+export function parsePresenceNews(payload: string): { deviceId: string; state: ContactPresenceState; chatId: string } | undefined {
+  const [deviceId, state, chatId] = payload.split(' ');
+  return deviceId && state && chatId ? { deviceId, state: state as ContactPresenceState, chatId } : undefined;
+}
 /**
  * A device's chat changes are announced at most this often. During a bulk job or a stream of
  * direct sends its chats change with every outcome batch (tens of times a second); each

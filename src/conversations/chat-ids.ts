@@ -9,6 +9,7 @@ const GROUP_ID = /^[0-9]{5,25}(-[0-9]{5,15})?@g\.us$/;
 const LID_ID = /^[0-9]{5,25}@lid$/;
 
 export const isGroupChatId = (id: string): boolean => GROUP_ID.test(id);
+export const isLidChatId = (id: string): boolean => LID_ID.test(id);
 
 /** A chat id as stored (a number loses its `+`, spaces and dashes), or undefined when it names no chat. */
 export function normalizeChatId(raw: string): string | undefined {

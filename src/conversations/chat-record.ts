@@ -12,6 +12,29 @@ export const ChatTypeSchema = Type.Union([Type.Literal('direct'), Type.Literal('
 /** What a device shows in a chat (the network's PresenceState). */
 export const PresenceStateSchema = Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('paused')]);
 
+/**
+ * What a contact shows: typing or recording in a chat, or online and offline (WhatsApp tells
+ * these only for a contact whose presence the device subscribed to, which its session does when
+ * it shows presence in, or reads, the contact's chat).
+ */
+export const ContactPresenceStateSchema = Type.Union([Type.Literal('typing'), Type.Literal('recording'), Type.Literal('online'), Type.Literal('offline')]);
+export type ContactPresenceState = Static<typeof ContactPresenceStateSchema>;
+
+/** The data of a chat.presence event. */
+export const ChatPresenceSchema = Type.Object(
+  {
+    deviceId: Type.String(),
+    chatId: Type.String({ description: 'The chat it shows in: the person (digits, or <digits>@lid while the network hides the number), or a group (<digits>@g.us)' }),
+    from: Type.Union([Type.String(), Type.Null()], { description: "The person's number, when known" }),
+    fromLid: Type.Union([Type.String(), Type.Null()], { description: "WhatsApp: the person's LID (<digits>@lid), when known" }),
+    state: ContactPresenceStateSchema,
+    lastSeen: Type.Union([DateTime, Type.Null()], { description: 'offline: when they were last online, if they share it' }),
+    at: DateTime,
+  },
+  { title: 'ChatPresenceData' },
+);
+export type ChatPresence = Static<typeof ChatPresenceSchema>;
+
 export const ChatSchema = Type.Object({
   id: Type.String({ description: 'Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us' }),
   deviceId: Type.String(),

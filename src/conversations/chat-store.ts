@@ -7,12 +7,15 @@
  * - incoming messages: CHAT_OF_INCOMING_SQL inside the statement that stores the message;
  * - outgoing messages: recordOutgoing, in batches after their outcome (off the send path);
  * - the network's group lists (upsertGroups), a LID learnt (applyIdentity), a read (markRead).
+ * A contact's presence (recordPresence) is an event of the chat only: it changes no row here.
  */
 import type { Database, Queryable } from '../platform/database.js';
 import type { GroupInfo } from '../network/network.js';
 import type { MessageRow } from '../messaging/message-model.js';
 import { toMessage } from '../messaging/message-model.js';
-import type { Chat, ChatDetail, ChatType, Participant } from './chat-record.js';
+import type { Chat, ChatDetail, ChatPresence, ChatType, Participant } from './chat-record.js';
+import type { Jsonified } from '../platform/record-schema.js';
+import { appendEventsSql } from '../events/event-store.js';
 
 export interface ChatRow {
   device_id: string;
@@ -269,4 +272,15 @@ export async function messagesById(db: Queryable, ids: string[]): Promise<Map<st
   if (ids.length === 0) return new Map();
   const rows = await db.query<MessageRow>('SELECT * FROM messages WHERE id = ANY($1::text[])', [ids]);
   return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** Appends a chat.presence event for the device's account; false when the device is gone. */
+export async function recordPresence(db: Queryable, deviceId: string, presence: Jsonified<ChatPresence>): Promise<boolean> {
+  const rows = await db.query(
+    `WITH src AS (SELECT d.account_id, 'chat.presence'::text AS type, $2::jsonb AS data FROM devices d WHERE d.id = $1),
+     ${appendEventsSql('src')}
+     SELECT 1 FROM src`,
+    [deviceId, JSON.stringify(presence)],
+  );
+  return rows.length > 0;
 }

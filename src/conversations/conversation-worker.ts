@@ -9,8 +9,9 @@ import type { Logger } from 'pino';
 import type { Database } from '../platform/database.js';
 import type { Bus } from '../platform/bus.js';
 import type { NetworkEvent, NetworkSession } from '../network/network.js';
-import { applyIdentity, upsertGroups } from './chat-store.js';
-import type { ChatActivity } from './chat-activity.js';
+import { applyIdentity, recordPresence, upsertGroups } from './chat-store.js';
+import { isLidChatId } from './chat-ids.js';
+import { presenceNews, type ChatActivity } from './chat-activity.js';
 import { answerRequest, deleteRequest, openRequests, saveChecks, type OpenRequest } from './device-requests.js';
 
 /** A presence older than this is not shown any more (the moment passed). */
@@ -29,10 +30,28 @@ export class ConversationWorker {
     private readonly numberCheckIntervalMs: number,
   ) {}
 
-  async onNetworkEvent(deviceId: string, event: Extract<NetworkEvent, { type: 'groups' | 'identity' }>): Promise<void> {
+  async onNetworkEvent(deviceId: string, event: Extract<NetworkEvent, { type: 'groups' | 'identity' | 'presence' }>): Promise<void> {
+    if (event.type === 'presence') return this.onPresence(deviceId, event);
     if (event.type === 'groups') await upsertGroups(this.database, deviceId, event.groups);
     else await applyIdentity(this.database, deviceId, event.lid, event.phoneNumber);
     this.chats.changed(deviceId);
+  }
+
+  /** A contact's presence: a chat.presence event, and news for the dashboard's open pages. */
+  private async onPresence(deviceId: string, event: Extract<NetworkEvent, { type: 'presence' }>): Promise<void> {
+    const hidden = isLidChatId(event.from);
+    const recorded = await recordPresence(this.database, deviceId, {
+      deviceId,
+      chatId: event.chat,
+      from: hidden ? null : event.from,
+      fromLid: event.fromLid ?? (hidden ? event.from : null),
+      state: event.state,
+      lastSeen: event.lastSeen?.toISOString() ?? null,
+      at: event.at.toISOString(),
+    });
+    if (!recorded) return;
+    this.bus.local('waygate_webhooks', 'due');
+    this.bus.publishSoon('waygate_presence', presenceNews(deviceId, event.chat, event.state));
   }
 
   /** Serves the device's open requests now, or right after the round in progress. */

@@ -218,6 +218,7 @@ export class DeviceRunner {
         return;
       case 'groups':
       case 'identity':
+      case 'presence':
         return this.options.conversations.onNetworkEvent(this.deviceId, event);
     }
   }

@@ -1,14 +1,15 @@
 /**
  * What each event type carries in `data`, for the OpenAPI document's `webhooks` section and for
- * typed consumers. The records (message, device, bulk job) are their own single schemas; the
- * three payloads below are built in SQL (message-store.ts: message.reaction and poll.vote) and in
- * webhook-service.ts (webhook.test) with exactly these fields. Imports nothing but typebox and
+ * typed consumers. The records (message, device, bulk job, a chat's presence) are their own single
+ * schemas; the three payloads below are built in SQL (message-store.ts: message.reaction and
+ * poll.vote) and in webhook-service.ts (webhook.test) with exactly these fields. Imports nothing but typebox and
  * record schemas, so a client can import it without the server.
  */
 import Type, { type TSchema } from 'typebox';
 import { DateTime } from '../platform/record-schema.js';
 import { BulkJobSchema, MessageSchema } from '../messaging/message-record.js';
 import { DeviceSchema } from '../devices/device-record.js';
+import { ChatPresenceSchema } from '../conversations/chat-record.js';
 import type { EventType } from './event-store.js';
 
 export const MessageReactionDataSchema = Type.Object(
@@ -46,6 +47,10 @@ export const EVENT_PAYLOADS: Record<EventType, { summary: string; data: TSchema 
   'message.edited': { summary: 'A message was edited (PATCH /messages/{id}, or by the sender of an incoming one): the record with its new content and editedAt', data: MessageSchema },
   'message.deleted': { summary: 'A message was deleted for everyone (DELETE /messages/{id}, or by its sender): the record with deletedAt', data: MessageSchema },
   'poll.vote': { summary: "A vote on a poll of the account: the voter's current choice", data: PollVoteDataSchema },
+  'chat.presence': {
+    summary: "A contact shows typing or recording in a chat, or went online or offline (WhatsApp: after the device showed presence in, or read, the contact's chat)",
+    data: ChatPresenceSchema,
+  },
   'device.status': { summary: 'A device changed status (PENDING, CONNECTED, DISCONNECTED, LOGGED_OUT)', data: DeviceSchema },
   'bulk_job.completed': { summary: 'Every message of a bulk job is final', data: BulkJobSchema },
   'bulk_job.cancelled': { summary: 'A bulk job was cancelled', data: BulkJobSchema },

@@ -6,6 +6,7 @@ export const EVENT_TYPES = [
   'message.edited',
   'message.deleted',
   'poll.vote',
+  'chat.presence',
   'device.status',
   'bulk_job.completed',
   'bulk_job.cancelled',

@@ -8,6 +8,7 @@
  * state changes.
  */
 import type { ContactCard, Location, MessageType } from '../messaging/message-record.js';
+import type { ContactPresenceState } from '../conversations/chat-record.js';
 
 export type { ContactCard, Location, MessageType } from '../messaging/message-record.js';
 
@@ -148,6 +149,7 @@ export interface ReadMessage {
 }
 
 export type PresenceState = 'typing' | 'recording' | 'paused';
+export type { ContactPresenceState } from '../conversations/chat-record.js';
 
 export type NetworkEvent =
   | { type: 'qr'; code: string; expiresAt: Date }
@@ -186,6 +188,11 @@ export type NetworkEvent =
   | { type: 'edited'; networkMessageId: string; chat: string; fromMe: boolean; content: string; at: Date }
   /** The sender deleted a message for everyone (as `edited`). */
   | { type: 'deleted'; networkMessageId: string; chat: string; fromMe: boolean; at: Date }
+  /**
+   * A contact's presence: `from` is the person (a number, or `<digits>@lid`), `chat` the chat it
+   * shows in (the person, or a group they type in), `lastSeen` when they were last online (offline only, if they share it).
+   */
+  | { type: 'presence'; chat: string; from: string; fromLid?: string | undefined; state: ContactPresenceState; lastSeen?: Date | undefined; at: Date }
   /** The device's groups: all of them when it connects, or those that changed since. */
   | { type: 'groups'; groups: GroupInfo[] }
   /** The network told the number behind a LID (`<digits>@lid`). */

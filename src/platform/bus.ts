@@ -22,6 +22,8 @@ export interface BusChannels {
   waygate_tokens: never;
   /** A device id: one of its chats changed (a message, a read, its groups). */
   waygate_chats: never;
+  /** A contact's presence in a chat of a device: presenceNews (src/conversations/chat-activity.ts). */
+  waygate_presence: never;
 }
 export type BusChannel = keyof BusChannels;
 /** `detail` is set only for local deliveries. */

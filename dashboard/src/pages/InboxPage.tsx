@@ -1,12 +1,15 @@
 /**
  * The Inbox: the chats of every device, newest activity first, with unread counts that follow the
  * live stream (live.tsx refetches the ['chats'] queries when a chat changes), and a conversation
- * showing every kind of message with a reply box. Opening a chat marks it read.
+ * showing every kind of message with a reply box. Opening a chat marks it read. While a contact
+ * is typing or recording (live.tsx, `presence` news), the conversation's header and the chat's row
+ * say so.
  */
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { useSearchParams } from 'react-router';
 import { api, ApiError, errorMessage } from '../api';
+import { useContactPresence } from '../live';
 import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
@@ -30,6 +33,20 @@ function chatTitle(chat: Chat): string {
   if (chat.name) return chat.name;
   if (chat.phoneNumber) return formatPhone(chat.phoneNumber);
   return chat.id;
+}
+
+const PRESENCE_WORDS = { typing: 'typing…', recording: 'recording audio…' } as const;
+
+/** A chat row's second line: what the contact is doing now, else the last message. */
+function ChatPreview({ chat }: { chat: Chat }) {
+  const presence = useContactPresence(chat.deviceId, chat.id);
+  if (presence) return <span className="clip small presence">{PRESENCE_WORDS[presence]}</span>;
+  return (
+    <span className="clip muted small">
+      {chat.lastMessage?.direction === 'out' ? 'You: ' : ''}
+      {preview(chat.lastMessage)}
+    </span>
+  );
 }
 
 export function InboxPage() {
@@ -106,10 +123,7 @@ export function InboxPage() {
                       </span>
                     </span>
                     <span className="chat-item-body">
-                      <span className="clip muted small">
-                        {chat.lastMessage?.direction === 'out' ? 'You: ' : ''}
-                        {preview(chat.lastMessage)}
-                      </span>
+                      <ChatPreview chat={chat} />
                       {chat.unreadCount > 0 ? (
                         <span className="unread" aria-label={`${chat.unreadCount} unread`}>
                           {chat.unreadCount}
@@ -173,6 +187,7 @@ function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: 
 
   const detail = chat.data?.data;
   const group = detail?.type === 'group';
+  const presence = useContactPresence(deviceId, chatId);
   return (
     <div className="conversation">
       <div className="conversation-head">
@@ -181,10 +196,18 @@ function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: 
         </button>
         <div className="clip">
           <h2 className="h3">{detail ? chatTitle(detail) : chatId}</h2>
-          <div className="small muted clip">
-            {group ? `${detail?.participantsCount ?? 0} participants: ${detail?.participants?.map((p) => formatPhone(p.phoneNumber)).join(', ')}` : null}
-            {!group && detail?.phoneNumber && detail.name ? formatPhone(detail.phoneNumber) : null}
-            {!group && detail?.lid ? ` · ${detail.lid}` : null}
+          <div className="small muted clip conversation-sub">
+            {/* Always there, so that a screen reader hears it change. */}
+            <span className="presence" aria-live="polite">
+              {presence ? PRESENCE_WORDS[presence] : ''}
+            </span>
+            {presence ? null : (
+              <>
+                {group ? `${detail?.participantsCount ?? 0} participants: ${detail?.participants?.map((p) => formatPhone(p.phoneNumber)).join(', ')}` : null}
+                {!group && detail?.phoneNumber && detail.name ? formatPhone(detail.phoneNumber) : null}
+                {!group && detail?.lid ? ` · ${detail.lid}` : null}
+              </>
+            )}
           </div>
         </div>
         <button type="button" className="button secondary small" disabled={read.isPending || unread === 0} onClick={() => read.mutate()}>

@@ -1,10 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../../src/events/event-types';
 import { api, ApiError } from '../api';
 import type { Listing, One, Page, Webhook, WebhookDelivery, WebhookHealthState } from '../types';
 import { ConfirmButton, CopyButton, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
-
-const EVENT_TYPES = ['message.received', 'message.status', 'message.reaction', 'message.edited', 'message.deleted', 'poll.vote', 'device.status', 'bulk_job.completed', 'bulk_job.cancelled'];
 
 const HEALTH_WORDS: Record<WebhookHealthState, string> = {
   HEALTHY: 'Its latest delivery attempt succeeded.',
@@ -105,7 +104,7 @@ function WebhookForm({ onCreated, onCancel, editing }: { onCreated: (id: string,
         <legend>Events</legend>
         <p className="hint">None chosen means every event.</p>
         <div className="checkbox-grid">
-          {EVENT_TYPES.map((type) => (
+          {SUBSCRIBABLE_EVENT_TYPES.map((type) => (
             <label key={type} className="checkbox">
               <input type="checkbox" checked={events.includes(type)} onChange={(e) => setEvents(e.target.checked ? [...events, type] : events.filter((t) => t !== type))} />{' '}
               <code>{type}</code>

@@ -2,11 +2,13 @@
  * Server-sent events for the dashboard: every change of one of the session account's devices
  * (status, a new QR code, log-out, reconnect), as the device record, the moment the bus hears of
  * it (waygate_devices, LISTEN/NOTIFY, so a change made by a worker process elsewhere arrives
- * too), and which device's chats changed (waygate_chats). The stream carries news only; the page
- * reads state through the JSON routes.
+ * too), which device's chats changed (waygate_chats), and what a contact shows in a chat
+ * (waygate_presence). The stream carries news only; the page reads state through the JSON
+ * routes.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../app.js';
+import { parsePresenceNews } from '../../conversations/chat-activity.js';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -63,6 +65,15 @@ export function deviceStream(request: FastifyRequest, reply: FastifyReply, servi
       () => undefined,
     );
   });
+  // A contact's presence in a chat of one of the account's devices: the Inbox shows it for a moment.
+  const unsubscribePresence = services.bus.subscribe('waygate_presence', (payload) => {
+    const news = parsePresenceNews(payload);
+    if (!news) return;
+    services.devices.get(accountId, news.deviceId).then(
+      () => send('presence', news),
+      () => undefined,
+    );
+  });
   const heartbeat = setInterval(() => {
     if (!ended) response.write(': keep-alive\n\n');
   }, HEARTBEAT_MS);
@@ -74,6 +85,7 @@ export function deviceStream(request: FastifyRequest, reply: FastifyReply, servi
     clearInterval(heartbeat);
     unsubscribe();
     unsubscribeChats();
+    unsubscribePresence();
     forget();
     response.end();
   };

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
 import { normalizePhone } from '../../platform/phone.js';
 import type { DeviceChatFilter, SandboxPayload, SandboxWorld } from '../../network/sandbox/world.js';
-import { PresenceStateSchema } from '../../conversations/chat-record.js';
+import { ContactPresenceStateSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { normalizeChatId } from '../../conversations/chat-ids.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
 import { checkKind, referenceProblem, type KindInput } from '../../messaging/message-kinds.js';
@@ -246,6 +246,11 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             group: Type.Optional(
               Type.String({ minLength: 1, maxLength: 100, description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
             ),
+            presence: Type.Optional({
+              ...ContactPresenceStateSchema,
+              description:
+                "Play what the sender shows in their chat with the device, or (with `group`) in the group chat: typing, recording, online or offline (a chat.presence event; give no type and content \"\")",
+            }),
             vote: Type.Optional(
               Type.Object(
                 {
@@ -287,14 +292,17 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       await ownDevice(accountId, request.body.deviceId);
       const from = digits(request.body.from, 'from');
       const type = request.body.type ?? 'TEXT';
-      const { group, edit, delete: remove } = request.body;
+      const { group, edit, delete: remove, presence } = request.body;
       if (group !== undefined) {
         const [known] = await world.groups(request.body.deviceId, [group]);
         if (!known) throw validationError('group', 'is not a group chat of the device (POST /sandbox/groups)');
         if (!known.members.slice(1).includes(from)) throw validationError('from', 'is not a member of the group');
         if (edit || remove) throw validationError(edit ? 'edit' : 'delete', 'is not played in a group chat');
       }
-      const payload = request.body.vote
+      if (presence && (request.body.vote || edit || remove)) throw validationError('presence', 'is played alone, without vote, edit or delete');
+      const payload = presence
+        ? { presence }
+        : request.body.vote
         ? await votePayload(accountId, request.body.deviceId, group ?? from, request.body.vote, request.body)
         : edit
           ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)

@@ -297,7 +297,7 @@ export class SandboxNetwork implements Network {
     await this.world.markReceipts(look, handed.flat().filter((id) => this.sessions.has(id)));
   }
 
-  /** One incoming message (or the other side's vote, edit or delete) to its session; acknowledged only once Waygate has stored it. */
+  /** One incoming message (or the other side's presence, vote, edit or delete) to its session; acknowledged only once Waygate has stored it. */
   private async handOver(session: SandboxSession, incoming: IncomingRow): Promise<void> {
     const added = incoming.payload?.groupAdded;
     if (added) {
@@ -306,8 +306,17 @@ export class SandboxNetwork implements Network {
       await this.world.ackIncoming(incoming.seq);
       return;
     }
-    const { vote, edit, delete: deleted } = incoming.payload ?? {};
-    const action: NetworkEvent | undefined = vote
+    const { vote, edit, delete: deleted, presence } = incoming.payload ?? {};
+    const action: NetworkEvent | undefined = presence
+      ? {
+          type: 'presence',
+          chat: incoming.payload?.group ?? incoming.from,
+          from: incoming.from,
+          state: presence,
+          lastSeen: presence === 'offline' ? incoming.createdAt : undefined,
+          at: incoming.createdAt,
+        }
+      : vote
       ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
       : edit
         ? { type: 'edited', networkMessageId: edit.networkMessageId, chat: incoming.from, fromMe: false, content: edit.content, at: incoming.createdAt }

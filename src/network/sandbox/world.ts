@@ -10,7 +10,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Database } from '../../platform/database.js';
 import type { Bus } from '../../platform/bus.js';
-import { MESSAGE_WINDOWS, type KindFields, type MessageType, type OutgoingMessage, type PresenceState, type SendResult } from '../network.js';
+import { MESSAGE_WINDOWS, type ContactPresenceState, type KindFields, type MessageType, type OutgoingMessage, type PresenceState, type SendResult } from '../network.js';
 import { workBudget } from '../../platform/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
@@ -31,6 +31,8 @@ export interface SandboxPayload extends KindFields {
   reaction?: { networkMessageId: string; emoji: string } | undefined;
   replyTo?: string | undefined;
   mentions?: string[] | undefined;
+  /** Not a message: what the sender shows in the chat (`group`, else theirs with the device; sandbox_incoming only). */
+  presence?: ContactPresenceState | undefined;
   /** Not a message: the sender's vote on a poll of the device (sandbox_incoming only). */
   vote?: { networkMessageId: string; options: string[] } | undefined;
   /** Not a message: the sender edits one of their messages (sandbox_incoming only). */

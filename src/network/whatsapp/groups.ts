@@ -3,10 +3,10 @@
  * the session's cache, which Baileys also reads when sending into a group), participants as
  * numbers (the LID when WhatsApp hides the number), the keys of a read receipt.
  */
-import type { GroupInfo, GroupParticipant, PresenceState, ReadMessage } from '../network.js';
+import type { ContactPresenceState, GroupInfo, GroupParticipant, PresenceState, ReadMessage } from '../network.js';
 import { chatJid, jidToPhone, normalizeLid } from './jid.js';
 import { messageKey } from './messages.js';
-import type { WAGroupMetadata, WAGroupParticipant, WAMessageKey, WAPresence } from './types.js';
+import type { WAGroupMetadata, WAGroupParticipant, WAMessageKey, WAPresence, WASocketLike } from './types.js';
 
 /** How long group metadata is trusted before it is asked again (groups.update and participant changes refresh it at once). */
 export const GROUP_CACHE_MS = 10 * 60_000;
@@ -38,6 +38,21 @@ export function readKeys(chat: string, messages: ReadMessage[]): WAMessageKey[] 
 }
 
 export const PRESENCE: Record<PresenceState, WAPresence> = { typing: 'composing', recording: 'recording', paused: 'paused' };
+
+/** Subscribes the device to a person's presence (typing in a group arrives without one). */
+export async function subscribePresence(socket: Pick<WASocketLike, 'presenceSubscribe'>, chat: string): Promise<void> {
+  const jid = chatJid(chat);
+  if (!isGroupJid(jid)) await socket.presenceSubscribe(jid);
+}
+
+/** What a contact's WhatsApp presence means to Waygate (Baileys reports a chat's `paused` as available). */
+export const CONTACT_PRESENCE: Record<WAPresence, ContactPresenceState> = {
+  composing: 'typing',
+  recording: 'recording',
+  paused: 'online',
+  available: 'online',
+  unavailable: 'offline',
+};
 
 /** Group metadata kept by the session, each for GROUP_CACHE_MS. */
 export class GroupCache {

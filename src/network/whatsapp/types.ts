@@ -207,6 +207,8 @@ export interface WAEventMap {
   'groups.upsert': WAGroupMetadata[];
   'groups.update': Partial<WAGroupMetadata>[];
   'group-participants.update': { id: string; author: string; participants: WAGroupParticipant[]; action: 'add' | 'remove' | 'promote' | 'demote' | 'modify' };
+  /** A contact's presence in chat `id` (a person, or a group with the member as the key); lastSeen in seconds. */
+  'presence.update': { id: string; presences: Record<string, { lastKnownPresence: WAPresence; lastSeen?: number | undefined; groupOnlineCount?: number | undefined }> };
 }
 
 export type WAEventName = keyof WAEventMap;

@@ -90,7 +90,7 @@ import type { WaVersionSource } from './version.js';
 import { formatVersion } from './version.js';
 import { WarmupPolicy } from './warmup.js';
 import { WhatsAppStore } from './whatsapp-store.js';
-import { GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, toGroupInfo } from './groups.js';
+import { CONTACT_PRESENCE, GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, subscribePresence, toGroupInfo } from './groups.js';
 
 /** Backoff of the session's own retries while a device is being linked. */
 const LINKING_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
@@ -322,6 +322,7 @@ export class WhatsAppSession implements NetworkSession {
     on('groups.update', (updates) => this.serial(() => this.refreshGroups(updates.map((u) => u.id).filter((id): id is string => Boolean(id))), 'groups.update'));
     on('group-participants.update', ({ id }) => this.serial(() => this.refreshGroups([id]), 'group-participants.update'));
     on('contacts.update', (contacts) => this.serial(() => this.onContacts(contacts as WAContact[]), 'contacts.update'));
+    on('presence.update', (update) => this.serial(() => this.onPresence(update), 'presence.update'));
     const onAck = (node: WABinaryNode): void => this.onServerAck(node);
     socket.ws?.on('CB:ack,class:message', onAck);
     return () => {
@@ -826,6 +827,33 @@ export class WhatsAppSession implements NetworkSession {
     });
   }
 
+  /**
+   * A contact's presence: typing or recording in a chat the device is in, or online and offline
+   * for a contact the device subscribed to (sendPresence and markChatRead subscribe).
+   */
+  private async onPresence({ id, presences }: WAEventMap['presence.update']): Promise<void> {
+    const group = isGroupJid(id);
+    if (!group && !isPersonJid(id)) return;
+    const me = this.socket?.user ?? this.creds?.me;
+    const ownPhone = jidToPhone(me?.id);
+    const ownLid = me?.lid ? normalizeLid(me.lid) : undefined;
+    for (const [participant, presence] of Object.entries(presences)) {
+      const { phone, lid } = await this.addressOf(participant, undefined, undefined);
+      const from = phone ?? lid;
+      // The device's own number (its phone, another linked device) is not a contact.
+      if (!from || (phone && phone === ownPhone) || (lid && lid === ownLid)) continue;
+      await this.emit({
+        type: 'presence',
+        chat: group ? id : from,
+        from,
+        fromLid: lid,
+        state: CONTACT_PRESENCE[presence.lastKnownPresence],
+        lastSeen: presence.lastSeen ? new Date(presence.lastSeen * 1000) : undefined,
+        at: new Date(),
+      });
+    }
+  }
+
   /** The chat's other party, as `from` of its incoming messages: their number, else their LID. */
   private async partyOf(key: WAMessageKey): Promise<string> {
     const { phone, lid } = await this.senderOf({ ...key, fromMe: false });
@@ -955,7 +983,7 @@ export class WhatsAppSession implements NetworkSession {
       phone = jidToPhone(pn);
       if (phone) await this.rememberLid(lid, phoneToJid(phone));
     }
-    if (!phone) this.log.warn({ id: messageId }, 'incoming message from a @lid sender whose phone number WhatsApp has not shared; reported as <lid>@lid');
+    if (!phone && messageId) this.log.warn({ id: messageId }, 'incoming message from a @lid sender whose phone number WhatsApp has not shared; reported as <lid>@lid');
     return { phone, lid };
   }
 
@@ -1038,16 +1066,17 @@ export class WhatsAppSession implements NetworkSession {
     return phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: answers.get(phoneNumber) ?? false }));
   }
 
+  /** Reading a chat opens it, as on WhatsApp Web: the contact's presence is subscribed to. */
   async markChatRead(chat: string, messages: ReadMessage[]): Promise<void> {
-    if (messages.length === 0) return;
-    await this.connectedSocket().readMessages(readKeys(chat, messages));
+    const socket = this.connectedSocket();
+    await subscribePresence(socket, chat);
+    if (messages.length > 0) await socket.readMessages(readKeys(chat, messages));
   }
 
   async sendPresence(chat: string, state: PresenceState): Promise<void> {
     const socket = this.connectedSocket();
-    const jid = chatJid(chat);
-    if (!isGroupJid(jid)) await socket.presenceSubscribe(jid);
-    await socket.sendPresenceUpdate(PRESENCE[state], jid);
+    await subscribePresence(socket, chat);
+    await socket.sendPresenceUpdate(PRESENCE[state], chatJid(chat));
   }
 
   private async lookupLid(lid: string): Promise<string | undefined> {
