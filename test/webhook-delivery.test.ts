@@ -434,6 +434,109 @@ describe('webhook delivery', () => {
     }
   });
 
+  it('claims ahead for an endpoint that answers (perEndpoint 2, prefetch 2: 4 held) but never has more than 2 of its requests in flight', async () => {
+    // A receiver that holds each request 100 ms and, as each arrives, counts what the worker holds.
+    let open = 0;
+    let mostOpen = 0;
+    const heldAtArrival: number[] = [];
+    const ids: string[] = [];
+    const own = await createTestApp({ ALLOW_PRIVATE_URLS: 'true', WEBHOOK_RETRY_SCHEDULE: '0,100ms,200ms' });
+    const slow = http.createServer((request, response) => {
+      open += 1;
+      mostOpen = Math.max(mostOpen, open);
+      ids.push(String(request.headers['webhook-id']));
+      request.resume();
+      void own.database
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE claimed_by = 'prefetch-test' AND status = 'PENDING'`)
+        .then(([row]) => heldAtArrival.push(row!.n))
+        .finally(() =>
+          setTimeout(() => {
+            open -= 1;
+            response.writeHead(204).end();
+          }, 100),
+        );
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const guarded = new GuardedHttp(true);
+    const worker = new WebhookDelivery(own.database, own.services.bus, guarded, pino({ level: 'silent' }), {
+      retryScheduleMs: [0, 100, 200],
+      workerId: 'prefetch-test',
+      perEndpoint: 2,
+      prefetch: 2,
+    });
+    try {
+      const tenant = await createTenant(own);
+      const endpoint = await createEndpoint(own, tenant, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/hooks`);
+      for (let i = 0; i < 12; i++) await sendTestEvent(own, tenant, endpoint.id);
+      worker.start();
+      await waitFor(async () => (await deliveries(own, tenant, endpoint.id)).filter((d) => d.status === 'SUCCEEDED').length === 12, 15_000, 'twelve deliveries');
+      expect(mostOpen).toBe(2);
+      // The first claim took two for the slots and two ahead; each delivery was sent once.
+      expect(heldAtArrival[0]).toBe(4);
+      expect(new Set(ids).size).toBe(12);
+      expect(ids).toHaveLength(12);
+    } finally {
+      await worker.stop();
+      await guarded.close();
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+      await own.close();
+    }
+  });
+
+  it('a delivery claimed ahead that waited past the spare time of its lease is released unsent and sent later: each attempt starts with its lease covering it, counted once', async () => {
+    // Every request hangs: each attempt times out after 300 ms (lease 1 s: a delivery may wait 350 ms for a slot).
+    // As each arrives, what is left of its delivery's lease is read: it must cover the attempt.
+    let open = 0;
+    let mostOpen = 0;
+    const leaseLeftMs: number[] = [];
+    const own = await createTestApp({ ALLOW_PRIVATE_URLS: 'true', WEBHOOK_RETRY_SCHEDULE: '0,100ms,200ms' });
+    const hanging = http.createServer((request) => {
+      open += 1;
+      mostOpen = Math.max(mostOpen, open);
+      request.on('close', () => (open -= 1));
+      void own.database
+        .query<{ ms: number }>(`SELECT (extract(epoch FROM claimed_until - clock_timestamp()) * 1000)::int AS ms FROM webhook_deliveries WHERE event_id = $1`, [
+          String(request.headers['webhook-id']),
+        ])
+        .then(([row]) => leaseLeftMs.push(row?.ms ?? -1));
+    });
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const guarded = new GuardedHttp(true);
+    const worker = new WebhookDelivery(own.database, own.services.bus, guarded, pino({ level: 'silent' }), {
+      retryScheduleMs: [0, 100, 200],
+      workerId: 'stale-test',
+      timeoutMs: 300,
+      perEndpoint: 1,
+      prefetch: 3,
+    });
+    try {
+      const tenant = await createTenant(own);
+      const endpoint = await createEndpoint(own, tenant, `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hooks`);
+      // Four claimed at once, one slot: the third and fourth wait at least 600 and 900 ms.
+      for (let i = 0; i < 4; i++) await sendTestEvent(own, tenant, endpoint.id);
+      worker.start();
+      const failed = await waitFor(async () => {
+        const all = await deliveries(own, tenant, endpoint.id);
+        return all.length === 4 && all.every((d) => d.status === 'FAILED') ? all : undefined;
+      }, 20_000, 'four deliveries to fail after three timeouts each');
+      for (const delivery of failed) {
+        expect(delivery.attempts).toBe(3);
+        expect(delivery.lastAttempts).toHaveLength(3);
+      }
+      expect(mostOpen).toBe(1);
+      // Sent after waiting 600 and 900 ms of a 1 s lease, the third and fourth would have had less than an attempt's 300 ms left.
+      await waitFor(() => leaseLeftMs.length === 12, 5_000, 'every arrival looked at');
+      expect(Math.min(...leaseLeftMs)).toBeGreaterThanOrEqual(300);
+    } finally {
+      await worker.stop();
+      await guarded.close();
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+      await own.close();
+    }
+  });
+
   it('signs with both secrets after rotate-secret: two signatures, and each secret alone verifies', async () => {
     const hook = await receiver();
     try {

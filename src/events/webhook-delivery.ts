@@ -8,13 +8,21 @@
  *
  * Claims are leases (claimed_until, twice the timeout), so a worker killed mid-delivery only
  * delays its deliveries: another worker sends them again after the lease (at least once;
- * receivers de-duplicate by webhook-id). The worker takes at most a few deliveries of each endpoint at a time and never
- * waits on one endpoint to serve another, so a slow or dead endpoint cannot hold up the rest.
+ * receivers de-duplicate by webhook-id). The worker has at most `perEndpoint` requests of each
+ * endpoint in flight and never waits on one endpoint to serve another, so a slow or dead endpoint
+ * cannot hold up the rest.
  *
- * Bounded by construction: deliveries claimed and not yet recorded (in flight, or finished and
- * waiting for the next write) never exceed `total`, so a backlog whose every attempt fails at once
- * (a refused private address) is worked through `total` at a time, each batch recorded before the
- * next is claimed, between turns of the event loop (WakeLoop). Within an endpoint, first attempts
+ * An endpoint whose last attempt did not fail is claimed ahead (`prefetch` more than its requests
+ * in flight): a finished request is followed at once by the next, and claim statements run beside
+ * the requests instead of between them, so delivery is not bounded by the database's round trips.
+ * A delivery claimed ahead that could not start while its lease still covers a whole attempt is
+ * released unsent, for a later claim.
+ *
+ * Bounded by construction: deliveries claimed and not yet recorded (waiting for a slot, in flight,
+ * finished and waiting for the next write, or being written) never exceed `total`, so a backlog
+ * whose every attempt fails at once (a refused private address) is worked through `total` at a
+ * time, the next claim taking only the room the written ones freed, between turns of the event
+ * loop (WakeLoop). Within an endpoint, first attempts
  * and retries are claimed in turn, so a fresh event never waits behind the endpoint's backlog.
  */
 import type { Readable } from 'node:stream';
@@ -34,9 +42,11 @@ export interface WebhookDeliveryOptions {
   workerId: string;
   /** Per attempt (default 15 s); a claim is leased for twice this. */
   timeoutMs?: number;
-  /** In-flight requests per endpoint, and in all. */
+  /** In-flight requests per endpoint (default 32), and deliveries held in all (default 256). */
   perEndpoint?: number;
   total?: number;
+  /** Deliveries claimed ahead per endpoint that answers well (default perEndpoint). */
+  prefetch?: number;
 }
 
 const IDLE_POLL_MS = 50;
@@ -59,11 +69,22 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
 export class WebhookDelivery {
   private readonly loop: WakeLoop;
   private readonly inflight = new Map<string, number>();
+  /** Claimed ahead, per endpoint, in claim order: each waits for one of its endpoint's slots. */
+  private readonly waiting = new Map<string, { delivery: ClaimedRow; claimedAt: number }[]>();
+  private waitingCount = 0;
+  /** Endpoints whose last attempt from this worker succeeded (claimed ahead, see claimDue). */
+  private readonly answering = new Set<string>();
+  /** Outcomes being written now (claimed and not yet recorded, like those in flight). */
+  private recording = 0;
   private readonly running = new Set<Promise<void>>();
   /** Aborts the requests still in flight when stop()'s grace runs out. */
   private readonly abandon = new AbortController();
   private outcomes: OutcomeRecord[] = [];
-  /** Deliveries whose request was abandoned by stop(): released unrecorded, for the next worker. */
+  /**
+   * Deliveries released unsent and unrecorded, for a later claim: a request abandoned by stop()
+   * (released by stop, for the next worker), or one claimed ahead that waited too long (released
+   * by the next write).
+   */
   private readonly abandoned: string[] = [];
   private flushing: Promise<void> | undefined;
   private endpointsActive = false;
@@ -71,7 +92,9 @@ export class WebhookDelivery {
   private unsubscribe: (() => void) | undefined;
   private readonly timeoutMs: number;
   private readonly leaseMs: number;
+  private readonly maxWaitMs: number;
   private readonly perEndpoint: number;
+  private readonly prefetch: number;
   private readonly total: number;
 
   constructor(
@@ -84,7 +107,11 @@ export class WebhookDelivery {
     this.timeoutMs = options.timeoutMs ?? 15_000;
     // Outlives an attempt (timeout) and the wait for its outcome to be written.
     this.leaseMs = Math.max(1_000, this.timeoutMs * 2);
+    // A delivery claimed ahead starts only while its lease covers a whole attempt with time to
+    // spare (half of what the lease holds beyond an attempt), so no other worker takes it meanwhile.
+    this.maxWaitMs = (this.leaseMs - this.timeoutMs) / 2;
     this.perEndpoint = options.perEndpoint ?? 32;
+    this.prefetch = options.prefetch ?? this.perEndpoint;
     this.total = options.total ?? 256;
     this.loop = new WakeLoop(() => this.turn(), { name: 'webhook delivery', log });
   }
@@ -104,12 +131,17 @@ export class WebhookDelivery {
   async stop(): Promise<void> {
     this.unsubscribe?.();
     await this.loop.stop();
+    // What waits for a slot is not started now: released below, for the next worker.
+    for (const queue of this.waiting.values()) for (const { delivery } of queue) this.abandoned.push(delivery.id);
+    this.waiting.clear();
+    this.waitingCount = 0;
     const settled = Promise.all(this.running);
     const grace = new Promise<'late'>((resolve) => setTimeout(resolve, STOP_GRACE_MS, 'late').unref());
     if ((await Promise.race([settled, grace])) === 'late') {
       this.abandon.abort();
       await settled;
     }
+    await this.flushing;
     await this.flush();
     if (this.abandoned.length > 0) {
       await store
@@ -124,14 +156,49 @@ export class WebhookDelivery {
     return sum;
   }
 
-  /** One turn: record finished attempts, then claim as many as the bound leaves room for. */
+  /**
+   * One turn: claims as many as the bound leaves room for. Finished attempts are written beside
+   * the claim, not before it (a write that frees room wakes the loop).
+   */
   private async turn(): Promise<number> {
-    if (this.outcomes.length > 0) await this.flush();
-    const room = this.total - this.inFlightTotal() - this.outcomes.length;
+    if (this.outcomes.length > 0 || this.abandoned.length > 0) this.scheduleFlush();
+    const room = this.total - this.inFlightTotal() - this.waitingCount - this.outcomes.length - this.abandoned.length - this.recording;
     if (room <= 0 || !(await this.anyActiveEndpoint())) return IDLE_POLL_MS;
     const claimed = await this.claim(room);
-    for (const delivery of claimed) this.launch(delivery);
+    const claimedAt = Date.now();
+    for (const delivery of claimed) {
+      let queue = this.waiting.get(delivery.endpoint_id);
+      if (!queue) this.waiting.set(delivery.endpoint_id, (queue = []));
+      queue.push({ delivery, claimedAt });
+      this.waitingCount++;
+    }
+    for (const endpointId of new Set(claimed.map((delivery) => delivery.endpoint_id))) this.startWaiting(endpointId);
     return claimed.length > 0 ? 0 : IDLE_POLL_MS;
+  }
+
+  /**
+   * Starts the endpoint's waiting deliveries while it has a free slot. One whose lease no longer
+   * covers a whole attempt (it waited behind slow requests) is released unsent instead.
+   */
+  private startWaiting(endpointId: string): void {
+    const queue = this.waiting.get(endpointId);
+    while (queue && queue.length > 0 && (this.inflight.get(endpointId) ?? 0) < this.perEndpoint) {
+      const { delivery, claimedAt } = queue.shift()!;
+      this.waitingCount--;
+      if (Date.now() - claimedAt > this.maxWaitMs) {
+        this.abandoned.push(delivery.id);
+        continue;
+      }
+      this.launch(delivery);
+    }
+    if (queue?.length === 0) this.waiting.delete(endpointId);
+  }
+
+  /** What the worker holds of each endpoint: requests in flight and deliveries waiting for a slot. */
+  private held(): Map<string, number> {
+    const held = new Map(this.inflight);
+    for (const [endpointId, queue] of this.waiting) held.set(endpointId, (held.get(endpointId) ?? 0) + queue.length);
+    return held;
   }
 
   /**
@@ -153,7 +220,8 @@ export class WebhookDelivery {
       workerId: this.options.workerId,
       limit,
       perEndpoint: this.perEndpoint,
-      inFlight: this.inflight,
+      prefetch: this.prefetch,
+      inFlight: this.held(),
       leaseMs: this.leaseMs,
     });
   }
@@ -167,6 +235,8 @@ export class WebhookDelivery {
           return;
         }
         this.outcomes.push(outcome);
+        if (outcome.status === 'SUCCEEDED') this.answering.add(delivery.endpoint_id);
+        else this.answering.delete(delivery.endpoint_id);
         this.scheduleFlush();
       })
       .catch((error: unknown) => this.log.error({ err: error, deliveryId: delivery.id }, 'webhook attempt failed unexpectedly'))
@@ -175,9 +245,13 @@ export class WebhookDelivery {
         if (left <= 0) this.inflight.delete(delivery.endpoint_id);
         else this.inflight.set(delivery.endpoint_id, left);
         this.running.delete(task);
+        if (!this.loop.stopped) this.startWaiting(delivery.endpoint_id);
         // Claim again once the endpoint has room for a batch (half its slots), not after every
-        // attempt: one claim statement per few deliveries instead of one per delivery.
-        if (left <= this.perEndpoint / 2) this.loop.wake();
+        // attempt: one claim statement per few deliveries instead of one per delivery. One that
+        // answers well is claimed for while it still has deliveries waiting, so none of its slots
+        // stays empty while the claim runs.
+        const held = left + (this.waiting.get(delivery.endpoint_id)?.length ?? 0);
+        if (held <= (this.answering.has(delivery.endpoint_id) ? this.perEndpoint : this.perEndpoint / 2)) this.loop.wake();
       });
     this.running.add(task);
   }
@@ -225,16 +299,25 @@ export class WebhookDelivery {
     });
   }
 
-  /** Records the finished attempts in one statement (recordOutcomes). */
+  /**
+   * Records the finished attempts in one statement (recordOutcomes), and releases what was
+   * released unsent; the room they held is free again.
+   */
   private async flush(): Promise<void> {
     const batch = this.outcomes;
     this.outcomes = [];
-    if (batch.length === 0) return;
+    const released = this.loop.stopped ? [] : this.abandoned.splice(0);
+    if (batch.length === 0 && released.length === 0) return;
+    this.recording += batch.length + released.length;
     try {
-      await store.recordOutcomes(this.database, this.options.workerId, batch);
+      if (batch.length > 0) await store.recordOutcomes(this.database, this.options.workerId, batch);
+      if (released.length > 0) await store.releaseClaims(this.database, this.options.workerId, released);
     } catch (error) {
       // The claims run out and the deliveries are sent again: at least once, never lost.
-      this.log.error({ err: error, outcomes: batch.length }, 'recording webhook outcomes failed');
+      this.log.error({ err: error, outcomes: batch.length, released: released.length }, 'recording webhook outcomes failed');
+    } finally {
+      this.recording -= batch.length + released.length;
+      this.loop.wake();
     }
   }
 }

@@ -312,9 +312,14 @@ export interface ClaimRequest {
   workerId: string;
   /** Most deliveries to claim in all. */
   limit: number;
-  /** Most deliveries per endpoint in flight at once. */
+  /** Most deliveries per endpoint held by the worker at once (in flight, or claimed and waiting for a slot). */
   perEndpoint: number;
-  /** Deliveries each endpoint has in flight now (endpoint id → count). */
+  /**
+   * More an endpoint whose last attempt did not fail may hold, claimed ahead so that its requests
+   * never wait for a claim statement; an endpoint failing gets none (what it holds waits long).
+   */
+  prefetch?: number;
+  /** Deliveries each endpoint holds now (endpoint id → count). */
   inFlight: ReadonlyMap<string, number>;
   leaseMs: number;
 }
@@ -332,8 +337,9 @@ const dueOf = (attempts: string): string =>
 
 /**
  * Leases up to `limit` due deliveries of active endpoints, each endpoint as many as it has room for
- * (perEndpoint minus its requests in flight), taking its first attempts and its retries in turn, so
- * a fresh event never waits behind the endpoint's backlog of retries. No plan of it reads more of
+ * (perEndpoint, plus prefetch while its last attempt did not fail, minus what the worker holds),
+ * taking its first attempts and its retries in turn, so a fresh event never waits behind the
+ * endpoint's backlog of retries. No plan of it reads more of
  * the deliveries, events or endpoints than the rows it claims, whatever their statistics: the
  * claimed rows are updated by address, and each one's event and endpoint are key look-ups of
  * their own (LATERAL, OFFSET 0: not merged into joins). Joined, on the statistics of a delivery
@@ -344,9 +350,11 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
   const held = [...request.inFlight];
   return db.query<ClaimedRow>(
     `WITH eps AS (
-       SELECT w.id, $3 - COALESCE(f.n, 0) AS room FROM webhook_endpoints w
-         LEFT JOIN unnest($2::text[], $6::int[]) AS f(id, n) ON f.id = w.id
-        WHERE w.active AND $3 - COALESCE(f.n, 0) > 0),
+       SELECT id, room FROM (
+         SELECT w.id, $3 + CASE WHEN w.consecutive_failures = 0 THEN $7 ELSE 0 END - COALESCE(f.n, 0) AS room FROM webhook_endpoints w
+           LEFT JOIN unnest($2::text[], $6::int[]) AS f(id, n) ON f.id = w.id
+          WHERE w.active) r
+        WHERE room > 0),
      picked AS (
        SELECT d.address FROM eps CROSS JOIN LATERAL (
          SELECT address FROM (
@@ -364,7 +372,7 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
        FROM claimed c
       CROSS JOIN LATERAL (SELECT e.id, e.seq, e.type, e.data, e.created_at FROM events e WHERE e.id = c.event_id OFFSET 0) AS e
       CROSS JOIN LATERAL (SELECT w.url, w.secret, w.previous_secret, w.previous_secret_expires_at FROM webhook_endpoints w WHERE w.id = c.endpoint_id OFFSET 0) AS w`,
-    [request.workerId, held.map(([id]) => id), request.perEndpoint, request.limit, request.leaseMs, held.map(([, n]) => n)],
+    [request.workerId, held.map(([id]) => id), request.perEndpoint, request.limit, request.leaseMs, held.map(([, n]) => n), request.prefetch ?? 0],
   );
 }
 
