@@ -190,7 +190,8 @@ export type NetworkEvent =
   | { type: 'deleted'; networkMessageId: string; chat: string; fromMe: boolean; at: Date }
   /**
    * A contact's presence: `from` is the person (a number, or `<digits>@lid`), `chat` the chat it
-   * shows in (the person, or a group they type in), `lastSeen` when they were last online (offline only, if they share it).
+   * shows in (the person, or a group they type in), `lastSeen` when an offline person was last
+   * online, if they share it.
    */
   | { type: 'presence'; chat: string; from: string; fromLid?: string | undefined; state: ContactPresenceState; lastSeen?: Date | undefined; at: Date }
   /** The device's groups: all of them when it connects, or those that changed since. */

@@ -303,12 +303,12 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       const payload = presence
         ? { presence }
         : request.body.vote
-        ? await votePayload(accountId, request.body.deviceId, group ?? from, request.body.vote, request.body)
-        : edit
-          ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
-          : remove
-            ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
-            : await incomingPayload(accountId, request.body.deviceId, group ?? from, type, request.body);
+          ? await votePayload(accountId, request.body.deviceId, group ?? from, request.body.vote, request.body)
+          : edit
+            ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
+            : remove
+              ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
+              : await incomingPayload(accountId, request.body.deviceId, group ?? from, type, request.body);
       const networkMessageId = await world.addIncoming({
         deviceId: request.body.deviceId,
         from,

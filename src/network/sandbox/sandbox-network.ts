@@ -317,12 +317,12 @@ export class SandboxNetwork implements Network {
           at: incoming.createdAt,
         }
       : vote
-      ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
-      : edit
-        ? { type: 'edited', networkMessageId: edit.networkMessageId, chat: incoming.from, fromMe: false, content: edit.content, at: incoming.createdAt }
-        : deleted
-          ? { type: 'deleted', networkMessageId: deleted.networkMessageId, chat: incoming.from, fromMe: false, at: incoming.createdAt }
-          : undefined;
+        ? { type: 'poll-vote', pollNetworkMessageId: vote.networkMessageId, voter: incoming.from, options: vote.options, at: incoming.createdAt }
+        : edit
+          ? { type: 'edited', networkMessageId: edit.networkMessageId, chat: incoming.from, fromMe: false, content: edit.content, at: incoming.createdAt }
+          : deleted
+            ? { type: 'deleted', networkMessageId: deleted.networkMessageId, chat: incoming.from, fromMe: false, at: incoming.createdAt }
+            : undefined;
     if (action) {
       await session.emit(action);
     } else {
