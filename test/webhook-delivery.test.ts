@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newWebhookSecret } from '../src/outbound/standard-webhooks.js';
 import { GuardedHttp } from '../src/outbound/ssrf.js';
-import { WebhookDelivery } from '../src/events/webhook-delivery.js';
+import { WebhookDelivery, type WebhookDeliveryOptions } from '../src/events/webhook-delivery.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { call, expectOk, linkDevice, phone, phones, sendBulk, sendDirect, sleep, waitFor, type DataBody, type PageBody } from './messaging-helpers.js';
 
@@ -109,6 +109,31 @@ async function addEndpoint(ctx: TestContext, tenant: Tenant, url: string, events
   const secret = newWebhookSecret();
   await ctx.database.query('INSERT INTO webhook_endpoints (id, account_id, url, events, secret) VALUES ($1, $2, $3, $4, $5)', [id, tenant.accountId, url, events, secret]);
   return { id, secret };
+}
+
+/**
+ * An app of its own without a worker, a receiver on 127.0.0.1 built on it (`listener`), and the
+ * one worker built here (not started: the test starts it), all closed after `body`.
+ */
+async function withOwnWorker(
+  options: Omit<WebhookDeliveryOptions, 'retryScheduleMs'>,
+  listener: (own: TestContext) => http.RequestListener,
+  body: (own: TestContext, url: string, worker: WebhookDelivery) => Promise<void>,
+): Promise<void> {
+  const own = await createTestApp({ ALLOW_PRIVATE_URLS: 'true', WEBHOOK_RETRY_SCHEDULE: '0,100ms,200ms' });
+  const server = http.createServer(listener(own));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const guarded = new GuardedHttp(true);
+  const worker = new WebhookDelivery(own.database, own.services.bus, guarded, pino({ level: 'silent' }), { retryScheduleMs: [0, 100, 200], ...options });
+  try {
+    await body(own, `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, worker);
+  } finally {
+    await worker.stop();
+    await guarded.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await own.close();
+  }
 }
 
 let ctx: TestContext;
@@ -391,18 +416,7 @@ describe('webhook delivery', () => {
 
   it('gives up after a timeout on every step of the schedule (worker with timeoutMs 300), recording each attempt', async () => {
     // A receiver that reads the request and never answers.
-    const hanging = http.createServer(() => undefined);
-    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/slow`;
-    // An app of its own without a worker: the only worker is the one built here.
-    const own = await createTestApp({ ALLOW_PRIVATE_URLS: 'true', WEBHOOK_RETRY_SCHEDULE: '0,100ms,200ms' });
-    const guarded = new GuardedHttp(true);
-    const worker = new WebhookDelivery(own.database, own.services.bus, guarded, pino({ level: 'silent' }), {
-      retryScheduleMs: [0, 100, 200],
-      workerId: 'timeout-test',
-      timeoutMs: 300,
-    });
-    try {
+    await withOwnWorker({ workerId: 'timeout-test', timeoutMs: 300 }, () => () => undefined, async (own, url, worker) => {
       const tenant = await createTenant(own);
       const endpoint = await createEndpoint(own, tenant, url);
       const started = Date.now();
@@ -425,13 +439,7 @@ describe('webhook delivery', () => {
       }
       // The endpoint stays on: timeouts are failures, not a 410.
       expect(expectOk<DataBody<WebhookBody>>(await call(own, tenant, 'GET', `/webhooks/${endpoint.id}`)).data.active).toBe(true);
-    } finally {
-      await worker.stop();
-      await guarded.close();
-      hanging.closeAllConnections();
-      await new Promise((resolve) => hanging.close(resolve));
-      await own.close();
-    }
+    });
   });
 
   it('claims ahead for an endpoint that answers (perEndpoint 2, prefetch 2: 4 held) but never has more than 2 of its requests in flight', async () => {
@@ -440,8 +448,7 @@ describe('webhook delivery', () => {
     let mostOpen = 0;
     const heldAtArrival: number[] = [];
     const ids: string[] = [];
-    const own = await createTestApp({ ALLOW_PRIVATE_URLS: 'true', WEBHOOK_RETRY_SCHEDULE: '0,100ms,200ms' });
-    const slow = http.createServer((request, response) => {
+    const slow = (own: TestContext): http.RequestListener => (request, response) => {
       open += 1;
       mostOpen = Math.max(mostOpen, open);
       ids.push(String(request.headers['webhook-id']));
@@ -455,18 +462,10 @@ describe('webhook delivery', () => {
             response.writeHead(204).end();
           }, 100),
         );
-    });
-    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
-    const guarded = new GuardedHttp(true);
-    const worker = new WebhookDelivery(own.database, own.services.bus, guarded, pino({ level: 'silent' }), {
-      retryScheduleMs: [0, 100, 200],
-      workerId: 'prefetch-test',
-      perEndpoint: 2,
-      prefetch: 2,
-    });
-    try {
+    };
+    await withOwnWorker({ workerId: 'prefetch-test', perEndpoint: 2, prefetch: 2 }, slow, async (own, url, worker) => {
       const tenant = await createTenant(own);
-      const endpoint = await createEndpoint(own, tenant, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/hooks`);
+      const endpoint = await createEndpoint(own, tenant, url);
       for (let i = 0; i < 12; i++) await sendTestEvent(own, tenant, endpoint.id);
       worker.start();
       await waitFor(async () => (await deliveries(own, tenant, endpoint.id)).filter((d) => d.status === 'SUCCEEDED').length === 12, 15_000, 'twelve deliveries');
@@ -475,13 +474,7 @@ describe('webhook delivery', () => {
       expect(heldAtArrival[0]).toBe(4);
       expect(new Set(ids).size).toBe(12);
       expect(ids).toHaveLength(12);
-    } finally {
-      await worker.stop();
-      await guarded.close();
-      slow.closeAllConnections();
-      await new Promise((resolve) => slow.close(resolve));
-      await own.close();
-    }
+    });
   });
 
   it('a delivery claimed ahead that waited past the spare time of its lease is released unsent and sent later: each attempt starts with its lease covering it, counted once', async () => {
@@ -490,8 +483,7 @@ describe('webhook delivery', () => {
     let open = 0;
     let mostOpen = 0;
     const leaseLeftMs: number[] = [];
-    const own = await createTestApp({ ALLOW_PRIVATE_URLS: 'true', WEBHOOK_RETRY_SCHEDULE: '0,100ms,200ms' });
-    const hanging = http.createServer((request) => {
+    const hanging = (own: TestContext): http.RequestListener => (request) => {
       open += 1;
       mostOpen = Math.max(mostOpen, open);
       request.on('close', () => (open -= 1));
@@ -500,19 +492,10 @@ describe('webhook delivery', () => {
           String(request.headers['webhook-id']),
         ])
         .then(([row]) => leaseLeftMs.push(row?.ms ?? -1));
-    });
-    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
-    const guarded = new GuardedHttp(true);
-    const worker = new WebhookDelivery(own.database, own.services.bus, guarded, pino({ level: 'silent' }), {
-      retryScheduleMs: [0, 100, 200],
-      workerId: 'stale-test',
-      timeoutMs: 300,
-      perEndpoint: 1,
-      prefetch: 3,
-    });
-    try {
+    };
+    await withOwnWorker({ workerId: 'stale-test', timeoutMs: 300, perEndpoint: 1, prefetch: 3 }, hanging, async (own, url, worker) => {
       const tenant = await createTenant(own);
-      const endpoint = await createEndpoint(own, tenant, `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hooks`);
+      const endpoint = await createEndpoint(own, tenant, url);
       // Four claimed at once, one slot: the third and fourth wait at least 600 and 900 ms.
       for (let i = 0; i < 4; i++) await sendTestEvent(own, tenant, endpoint.id);
       worker.start();
@@ -528,13 +511,7 @@ describe('webhook delivery', () => {
       // Sent after waiting 600 and 900 ms of a 1 s lease, the third and fourth would have had less than an attempt's 300 ms left.
       await waitFor(() => leaseLeftMs.length === 12, 5_000, 'every arrival looked at');
       expect(Math.min(...leaseLeftMs)).toBeGreaterThanOrEqual(300);
-    } finally {
-      await worker.stop();
-      await guarded.close();
-      hanging.closeAllConnections();
-      await new Promise((resolve) => hanging.close(resolve));
-      await own.close();
-    }
+    });
   });
 
   it('signs with both secrets after rotate-secret: two signatures, and each secret alone verifies', async () => {

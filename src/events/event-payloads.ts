@@ -2,8 +2,8 @@
  * What each event type carries in `data`, for the OpenAPI document's `webhooks` section and for
  * typed consumers. The records (message, device, bulk job, a chat's presence) are their own single
  * schemas; the three payloads below are built in SQL (message-store.ts: message.reaction and
- * poll.vote) and in webhook-service.ts (webhook.test) with exactly these fields. Imports nothing but typebox and
- * record schemas, so a client can import it without the server.
+ * poll.vote) and in webhook-service.ts (webhook.test) with exactly these fields. Imports nothing
+ * but typebox and record schemas, so a client can import it without the server.
  */
 import Type, { type TSchema } from 'typebox';
 import { DateTime } from '../platform/record-schema.js';

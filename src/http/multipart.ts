@@ -27,9 +27,9 @@ export interface FormFile {
 
 /**
  * Starts reading the form of `request` and resolves with its file part once its headers arrive.
- * `tooLarge` is the error for a body declared or read over `fileLimit` + FORM_OVERHEAD bytes. Every other refusal
- * is VALIDATION_ERROR on `body`. Refusals close the connection, since the rest of the body is not
- * read.
+ * `tooLarge` is the error for a body declared or read over `fileLimit` + FORM_OVERHEAD bytes.
+ * Every other refusal is VALIDATION_ERROR on `body`. Refusals close the connection, since the rest
+ * of the body is not read.
  */
 export function readFormFile(request: IncomingMessage, fileLimit: number, tooLarge: () => Error): Promise<FormFile> {
   const bodyLimit = fileLimit + FORM_OVERHEAD;

@@ -9,6 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../app.js';
 import { parsePresenceNews } from '../../conversations/chat-activity.js';
+import type { Device } from '../../devices/device-service.js';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -50,29 +51,23 @@ export function deviceStream(request: FastifyRequest, reply: FastifyReply, servi
   const send = (event: string, data: unknown): void => {
     if (!ended) response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   };
+  /** Sends news of one of the account's devices: another account's device is not found here, so its news is skipped, never sent. */
+  const ofOwnDevice = (deviceId: string, news: (device: Device) => [event: string, data: unknown]): void => {
+    services.devices.get(accountId, deviceId).then(
+      (device) => send(...news(device)),
+      () => undefined,
+    );
+  };
   const unsubscribe = services.bus.subscribe('waygate_devices', (payload) => {
     const { kind, deviceId } = parsePayload(payload);
-    // Another account's device is not found in this account: it is skipped, never sent.
-    services.devices.get(accountId, deviceId).then(
-      (device) => send('device', { kind, device }),
-      () => undefined,
-    );
+    ofOwnDevice(deviceId, (device) => ['device', { kind, device }]);
   });
   // A chat of one of the account's devices changed (src/conversations): the Inbox refetches.
-  const unsubscribeChats = services.bus.subscribe('waygate_chats', (deviceId) => {
-    services.devices.get(accountId, deviceId).then(
-      () => send('chat', { deviceId }),
-      () => undefined,
-    );
-  });
+  const unsubscribeChats = services.bus.subscribe('waygate_chats', (deviceId) => ofOwnDevice(deviceId, () => ['chat', { deviceId }]));
   // A contact's presence in a chat of one of the account's devices: the Inbox shows it for a moment.
   const unsubscribePresence = services.bus.subscribe('waygate_presence', (payload) => {
     const news = parsePresenceNews(payload);
-    if (!news) return;
-    services.devices.get(accountId, news.deviceId).then(
-      () => send('presence', news),
-      () => undefined,
-    );
+    if (news) ofOwnDevice(news.deviceId, () => ['presence', news]);
   });
   const heartbeat = setInterval(() => {
     if (!ended) response.write(': keep-alive\n\n');
