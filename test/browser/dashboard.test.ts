@@ -8,14 +8,11 @@
  *
  * Without Chromium the file is skipped locally and fails on CI (CI=true).
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, startWebhookReceiver, type Browser, type DashboardServer, type WebhookReceiver } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, startDashboardServer, startWebhookReceiver, type Browser, type DashboardServer, type WebhookReceiver } from './support.js';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 
 const EMAIL = 'owner@example.test';
@@ -25,14 +22,6 @@ let server: DashboardServer;
 let browser: Browser;
 let receiver: WebhookReceiver;
 let page: Page;
-
-/** On failure, a screenshot of the page as it was. */
-function screenshotOnFailure(name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
-}
 
 async function publicApi(pathname: string, token: string): Promise<Response> {
   return fetch(`${server.url}${pathname}`, { headers: { 'x-api-key': token } });
@@ -49,9 +38,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     await ensureDashboardBuilt();
     server = await startDashboardServer(await openTestDatabase());
     receiver = await startWebhookReceiver();
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage());
   }, 120_000);
 
   afterAll(async () => {
@@ -61,7 +48,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
   });
 
   it('runs the whole flow: sign up, link a device live, token, bulk send, webhook log, revoke', async () => {
-    screenshotOnFailure('whole-flow');
+    screenshotOnFailure(page, 'whole-flow');
 
     // Sign up: a fresh install's first user, sent from the root straight to the sign-up page; the Overview is home.
     await page.goto(server.url);
@@ -148,7 +135,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
   }, 120_000);
 
   it('every page fits a phone-width screen without sideways scrolling, and the menu works by keyboard', async () => {
-    screenshotOnFailure('phone-width');
+    screenshotOnFailure(page, 'phone-width');
     await page.setViewportSize({ width: 390, height: 844 });
     for (const pathname of ['overview', 'devices', 'send', 'messages', 'bulk-jobs', 'contacts', 'groups', 'webhooks', 'plan', 'settings/api-access']) {
       await page.goto(`${server.url}/dashboard/${pathname}`);
@@ -186,7 +173,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/dashboard/devices');
   }, 90_000);
   it('manages contacts (add, search, edit, delete, CSV import with its report) and groups (members in and out)', async () => {
-    screenshotOnFailure('contacts-groups');
+    screenshotOnFailure(page, 'contacts-groups');
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${server.url}/dashboard/contacts`);
     await page.getByRole('heading', { level: 1, name: 'Contacts' }).waitFor();
@@ -242,7 +229,7 @@ describe.skipIf(!available)('dashboard in Chromium', () => {
   }, 60_000);
 
   it('shows a new QR code before the current one expires, without a reload', async () => {
-    screenshotOnFailure('qr-refresh');
+    screenshotOnFailure(page, 'qr-refresh');
     // A server of its own whose sandbox codes live 4 s (a new one every 3 s). It runs last: its
     // session cookie (same host, 127.0.0.1) replaces the other server's.
     const shortQr = await startDashboardServer(await openTestDatabase(), { SANDBOX_QR_MS: '4000' });

@@ -4,14 +4,11 @@
  * polite live region) and in the chat's row, recording shows "recording audio…", and their
  * coming online takes it away, all without a reload. The Webhooks page offers chat.presence.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
+import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 
 const EMAIL = 'presence@example.test';
@@ -26,13 +23,6 @@ let page: Page;
 let deviceId = '';
 let publicApi: ReturnType<typeof accountApi>;
 
-function screenshotOnFailure(name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
-}
-
 const incoming = (from: string, content: string, extra: Record<string, unknown> = {}) =>
   publicApi('POST', '/sandbox/incoming', { deviceId, from, content, ...extra });
 const presence = (from: string, state: 'typing' | 'recording' | 'online' | 'offline') => incoming(from, '', { presence: state });
@@ -42,9 +32,7 @@ describe.skipIf(!available)('a contact typing, in the Inbox in Chromium', () => 
     await ensureDashboardBuilt();
     server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '200' });
     ({ deviceId, api: publicApi } = await accountWithDevice(server, { email: EMAIL, password: PASSWORD, phoneNumber: ME }));
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage());
   }, 180_000);
 
   afterAll(async () => {
@@ -53,7 +41,7 @@ describe.skipIf(!available)('a contact typing, in the Inbox in Chromium', () => 
   });
 
   it('shows "typing…" and "recording audio…" in the open conversation and its row, and takes it away when the contact is online', async () => {
-    screenshotOnFailure('inbox-presence');
+    screenshotOnFailure(page, 'inbox-presence');
     await incoming(ALICE, 'hi, one question');
     await incoming(BOB, 'hello from bob');
 
@@ -94,7 +82,7 @@ describe.skipIf(!available)('a contact typing, in the Inbox in Chromium', () => 
   }, 120_000);
 
   it('offers chat.presence among the events of a webhook endpoint', async () => {
-    screenshotOnFailure('webhooks-presence');
+    screenshotOnFailure(page, 'webhooks-presence');
     await page.goto(`${server.url}/dashboard/webhooks`);
     await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
     await page.getByRole('button', { name: 'Add endpoint' }).first().click();

@@ -5,16 +5,13 @@
  * location as a map link, contact card, poll with votes, a reaction, a quoted reply), opening a
  * chat marks it read, a reply from the box lands in the chat. At desktop and at phone width.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
+import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 
 const EMAIL = 'inbox@example.test';
@@ -35,13 +32,6 @@ let phoneFilesUrl = '';
 /** An Ogg page header and a few bytes: enough to be an audio/ogg file to download and serve. */
 const VOICE_NOTE = Buffer.concat([Buffer.from('OggS'), Buffer.alloc(60, 1)]);
 
-function screenshotOnFailure(name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
-}
-
 /** The public API as the test's account. */
 let publicApi: ReturnType<typeof accountApi>;
 
@@ -60,9 +50,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '200' });
     ({ deviceId, api: publicApi } = await accountWithDevice(server, { email: EMAIL, password: PASSWORD, phoneNumber: ME }));
     groupId = (await publicApi<{ data: { id: string } }>('POST', '/sandbox/groups', { deviceId, name: 'Family', members: [ALICE, DAVE] })).data.id;
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage());
   }, 180_000);
 
   beforeAll(async () => {
@@ -81,7 +69,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
   });
 
   it('lists chats with unread counts, shows a new message within 2 s without a reload, every kind of message, marks read, and sends a reply', async () => {
-    screenshotOnFailure('inbox-desktop');
+    screenshotOnFailure(page, 'inbox-desktop');
     await incoming(ALICE, 'hi from alice');
     await incoming(ALICE, 'are you open today?');
     await incoming(BOB, 'hello from bob');
@@ -151,7 +139,7 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
   }, 120_000);
 
   it('at phone width: the list, then the conversation with a way back, no sideways scrolling, and live news', async () => {
-    screenshotOnFailure('inbox-phone');
+    screenshotOnFailure(page, 'inbox-phone');
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${server.url}/dashboard/inbox`);
     await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();

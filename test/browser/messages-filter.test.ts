@@ -4,14 +4,11 @@
  * messages a page, so the first pages can be empty while older ones match. The page says so and
  * its Next follows the server's cursor until the matches appear; Previous walks back.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, signIn, startDashboardServer, type Browser, type DashboardServer } from './support.js';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 const EMAIL = 'filters@example.test';
 const PASSWORD = 'a long enough password';
@@ -38,9 +35,7 @@ describe.skipIf(!available)('the Messages page walks a sparse filter by cursor, 
       );
     await insert(2, 'FAILED', 'undeliverable', 0, 300);
     await insert(3 * SCAN_CAP, 'SENT', 'delivered fine', 100, 200);
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage());
   }, 180_000);
 
   afterAll(async () => {
@@ -49,10 +44,7 @@ describe.skipIf(!available)('the Messages page walks a sparse filter by cursor, 
   });
 
   it('shows empty pages as "none among these", follows Next to the old matches, and walks back', async () => {
-    onTestFailed(async () => {
-      fs.mkdirSync(SCREENSHOTS, { recursive: true });
-      await page?.screenshot({ path: path.join(SCREENSHOTS, 'messages-sparse-filter.png'), fullPage: true }).catch(() => undefined);
-    });
+    screenshotOnFailure(page, 'messages-sparse-filter');
     await signIn(page, server, { email: EMAIL, password: PASSWORD }, '/dashboard/messages');
     await page.getByText('delivered fine 30').waitFor();
     await page.getByLabel('Status').selectOption('FAILED');

@@ -6,16 +6,13 @@
  * message it quotes, an edited message marked edited, a deleted one marked deleted for everyone,
  * and a file that could not be downloaded marked so. At desktop and at phone width.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
-import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
+import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 
 const EMAIL = 'kinds@example.test';
@@ -39,13 +36,6 @@ let phoneFiles: http.Server;
 let phoneFilesUrl = '';
 /** The id of the message seeded for each thing the page must show. */
 const seeded: Record<string, string> = {};
-
-function screenshotOnFailure(name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
-}
 
 /** The public API as the test's account. */
 let publicApi: ReturnType<typeof accountApi>;
@@ -155,9 +145,7 @@ describe.skipIf(!available)('the Messages page shows every kind, in Chromium', (
     seeded.deleted = await sent({ type: 'TEXT', content: 'wrong chat, sorry' });
     await publicApi('DELETE', `/messages/${seeded.deleted}`);
 
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage());
   }, 180_000);
 
   afterAll(async () => {
@@ -168,13 +156,13 @@ describe.skipIf(!available)('the Messages page shows every kind, in Chromium', (
   });
 
   it('at desktop width: each kind as what it is, with the quote, the reaction and the edit and delete marks', async () => {
-    screenshotOnFailure('messages-kinds-desktop');
+    screenshotOnFailure(page, 'messages-kinds-desktop');
     await signIn(page, server, { email: EMAIL, password: PASSWORD }, '/dashboard/messages');
     await expectEveryKindShown();
   }, 90_000);
 
   it('at phone width: the same, without sideways scrolling', async () => {
-    screenshotOnFailure('messages-kinds-phone');
+    screenshotOnFailure(page, 'messages-kinds-phone');
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${server.url}/dashboard/messages`);
     await expectEveryKindShown();

@@ -16,15 +16,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
 import { newId } from '../../src/platform/ids.js';
 import { WhatsAppStore } from '../../src/network/whatsapp/whatsapp-store.js';
-import { chromiumForTests, ensureDashboardBuilt, launchBrowser, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, SCREENSHOTS, startDashboardServer, type Browser, type DashboardServer } from './support.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 
 const PASSWORD = 'a long enough password';
@@ -40,13 +39,6 @@ let browser: Browser;
 let page: Page;
 let token: string;
 let deviceId: string;
-
-function screenshotOnFailure(name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
-}
 
 async function publicApi<T>(method: string, pathname: string, body?: unknown): Promise<{ status: number; json: T }> {
   const response = await fetch(`${server.url}${pathname}`, {
@@ -125,9 +117,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   beforeAll(async () => {
     await ensureDashboardBuilt();
     server = await startDashboardServer(await openTestDatabase(), { SANDBOX_RECEIPT_MS: '100' });
-    browser = await launchBrowser(DESKTOP);
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage(DESKTOP));
   }, 120_000);
 
   afterAll(async () => {
@@ -136,7 +126,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   });
 
   it('a fresh install lands on Sign up; the Overview is home; the API reference link; Send disabled with a link while no device is linked', async () => {
-    screenshotOnFailure('17-signup');
+    screenshotOnFailure(page, '17-signup');
     // Sign-up first at desktop width here; at phone width in the unreachable-server test (a fresh install of its own).
     await page.goto(`${server.url}/dashboard/`);
     await eventually(() => new URL(page.url()).pathname, { timeout: 15_000 }).toBe('/dashboard/signup');
@@ -180,7 +170,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 120_000);
 
   it("shows the overview's figures equal to the API's counts after a bulk job, at desktop and phone width", async () => {
-    screenshotOnFailure('17-overview');
+    screenshotOnFailure(page, '17-overview');
     // A linked device, and a bulk job of 20: 16 read, 2 not on the network (0000), 1 never delivered (0001), 1 never read (0002).
     const created = await publicApi<{ data: { id: string }; qr: { code: string } }>('POST', '/devices', { name: 'Shop phone' });
     deviceId = created.json.data.id;
@@ -250,7 +240,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 120_000);
 
   it('dark mode follows the system, and the Theme switch overrides it across a reload (with dark screenshots)', async () => {
-    screenshotOnFailure('17-dark');
+    screenshotOnFailure(page, '17-dark');
     const background = () =>
       page.evaluate(() => {
         const win = globalThis as unknown as { getComputedStyle(element: unknown): { backgroundColor: string }; document: { documentElement: unknown } };
@@ -286,7 +276,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 60_000);
 
   it('tables at desktop, cards at 375 px: nothing scrolls sideways, the Messages status and the tokens’ Revoke are on screen', async () => {
-    screenshotOnFailure('17-phone-tables');
+    screenshotOnFailure(page, '17-phone-tables');
     const rowDisplay = (locator: ReturnType<Page['locator']>) => locator.evaluate((row) => (globalThis as unknown as { getComputedStyle(e: unknown): { display: string } }).getComputedStyle(row).display);
     for (const [width, viewport] of WIDTHS) {
       await page.setViewportSize(viewport);
@@ -319,7 +309,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 180_000);
 
   it('Send: every type, numbers checked as typed by line in plain words, server errors in words, a confirmation above 100, cleared after sending, live status', async () => {
-    screenshotOnFailure('17-send');
+    screenshotOnFailure(page, '17-send');
     for (const [width, viewport] of WIDTHS) {
       await page.setViewportSize(viewport);
       await page.goto(`${server.url}/dashboard/send`);
@@ -395,7 +385,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 180_000);
 
   it('Webhooks: a failing endpoint shows FAILING (never a green ACTIVE), on the Overview too; edit, rotate the secret, retry now, then HEALTHY; turned off, DISABLED', async () => {
-    screenshotOnFailure('17-webhooks');
+    screenshotOnFailure(page, '17-webhooks');
     let answer = 500;
     const hook = await receiver(() => answer);
     // The earlier tests' messages write events until their receipts are in; one written after an
@@ -491,7 +481,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 150_000);
 
   it('per-row buttons have distinct names; Add members does not offer people already in the group', async () => {
-    screenshotOnFailure('17-names');
+    screenshotOnFailure(page, '17-names');
     const ids: Record<string, string> = {};
     for (const [name, phoneNumber] of [['Ana', '6281270000101'], ['Budi', '6281270000102']] as const) {
       ids[name] = (await publicApi<{ data: { id: string } }>('POST', '/contacts', { name, phoneNumber })).json.data.id;
@@ -522,7 +512,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 60_000);
 
   it("shows each device's warm-up and bulk pause on the Overview (NETWORK=whatsapp), at desktop and phone width", async () => {
-    screenshotOnFailure('17-warmup');
+    screenshotOnFailure(page, '17-warmup');
     // A server of its own on the WhatsApp network, with no worker: no phone is linked, the devices
     // and their warm-up rows are what a worker would have left. It runs after the main server's
     // tests: its session cookie (same host) replaces the other server's.
@@ -575,7 +565,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
   }, 180_000);
 
   it('says clearly when the server cannot be reached, and marks device cards as last known (a fresh install signed up at phone width)', async () => {
-    screenshotOnFailure('17-unreachable');
+    screenshotOnFailure(page, '17-unreachable');
     // A server of its own, stopped under the page. It runs last: its session cookie (same host) replaces the other server's.
     const doomed = await startDashboardServer(await openTestDatabase());
     let closed = false;

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { onTestFailed } from 'vitest';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/platform/database.js';
@@ -127,6 +128,25 @@ export async function launchBrowser(viewport = { width: 1280, height: 800 }): Pr
       fs.rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** Chromium (as launchBrowser) with one page open, whose actions wait at most 15 s. */
+export async function openBrowserPage(viewport?: { width: number; height: number }): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launchBrowser(viewport);
+  const page = await browser.context.newPage();
+  page.setDefaultTimeout(15_000);
+  return { browser, page };
+}
+
+/** Where a browser test leaves its screenshots: test-results/browser/ (ignored by git). */
+export const SCREENSHOTS = path.resolve('test-results/browser');
+
+/** Called in a test: should it fail, a full-page screenshot of `page` as it was, in SCREENSHOTS/<name>.png. */
+export function screenshotOnFailure(page: Page, name: string): void {
+  onTestFailed(async () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
+  });
 }
 
 /** The public API of a test server as one account (its `x-api-key`); a non-2xx answer throws with its body. */

@@ -10,12 +10,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Locator, Page, Request } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/platform/database.js';
 import { openTestDatabase } from '../helpers.js';
-import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, launchBrowser, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
+import { accountWithDevice, chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, signIn, startDashboardServer, type accountApi, type Browser, type DashboardServer } from './support.js';
 
-const SCREENSHOTS = path.resolve('test-results/browser');
 const available = chromiumForTests();
 
 const EMAIL = 'uploads@example.test';
@@ -35,13 +34,6 @@ let page: Page;
 let deviceId = '';
 let publicApi: ReturnType<typeof accountApi>;
 let scratch = '';
-
-function screenshotOnFailure(name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page?.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
-}
 
 /** How wide an image was decoded (0 until it has loaded). */
 const naturalWidth = (image: Locator): Promise<number> => image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth);
@@ -70,9 +62,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
     server = await startDashboardServer(database, { SANDBOX_RECEIPT_MS: '200' });
     ({ deviceId, api: publicApi } = await accountWithDevice(server, { email: EMAIL, password: PASSWORD, phoneNumber: ME }));
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'waygate-uploads-'));
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
+    ({ browser, page } = await openBrowserPage());
     await signIn(page, server, { email: EMAIL, password: PASSWORD }, '/dashboard/send');
     await page.getByRole('heading', { level: 1, name: 'Send' }).waitFor();
   }, 180_000);
@@ -84,7 +74,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
   });
 
   it('uploads a chosen PNG, sends it as an IMAGE that reaches SENT, and shows it on the Messages page and in the Inbox', async () => {
-    screenshotOnFailure('uploads-send');
+    screenshotOnFailure(page, 'uploads-send');
     await page.getByLabel('Image', { exact: true }).check();
     const send = page.getByRole('button', { name: 'Send', exact: true });
     await page.getByLabel('Caption (optional)').fill('our new menu');
@@ -153,7 +143,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
   }, 120_000);
 
   it('sends an uploaded document with no caption (the caption is optional)', async () => {
-    screenshotOnFailure('uploads-no-caption');
+    screenshotOnFailure(page, 'uploads-no-caption');
     await page.goto(`${server.url}/dashboard/send`);
     await page.getByLabel('Document', { exact: true }).check();
     await page.getByLabel('Phone numbers').fill(`+${ALICE}`);
@@ -167,7 +157,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
   }, 60_000);
 
   it('says why a file was not uploaded: an empty one the server refuses, one over 100 MB the page refuses itself', async () => {
-    screenshotOnFailure('uploads-refused');
+    screenshotOnFailure(page, 'uploads-refused');
     await page.goto(`${server.url}/dashboard/send`);
     await page.getByLabel('Document', { exact: true }).check();
     await page.getByLabel('Phone numbers').fill(`+${ALICE}`);
@@ -205,7 +195,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
   }, 60_000);
 
   it('refuses, before sending it, a file over its type’s cap, and says to send it as a document', async () => {
-    screenshotOnFailure('uploads-type-cap');
+    screenshotOnFailure(page, 'uploads-type-cap');
     await page.goto(`${server.url}/dashboard/send`);
     await page.getByLabel('Image', { exact: true }).check();
     const uploads: Request[] = [];
@@ -222,7 +212,7 @@ describe.skipIf(!available)('uploading a file to send, in Chromium', () => {
   }, 60_000);
 
   it('shows on the Plan page what the uploads hold against the plan, says why a file that does not fit was not uploaded, and deletes uploads to make room', async () => {
-    screenshotOnFailure('uploads-plan');
+    screenshotOnFailure(page, 'uploads-plan');
     const { id: accountId } = (await publicApi<{ data: { id: string } }>('GET', '/account')).data;
     const held = (await publicApi<{ data: { usage: { uploadBytes: number } } }>('GET', '/account')).data.usage.uploadBytes;
     // A plan with room for what is held and 2 KB more.
