@@ -7,28 +7,14 @@
  * decryptPollVote with Baileys' own crypto).
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DeviceInfo, MessageRef } from '../src/network/network.js';
 import { actionMessageId } from '../src/network/whatsapp/messages.js';
-import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { waitFor } from './messaging-helpers.js';
-import { createHarness, encryptVote, eventsOf, insertDevice, type Harness } from './whatsapp/harness.js';
+import { createHarness, encryptVote, eventsOf, insertDevice, whatsAppTestFile, type Harness } from './whatsapp/harness.js';
 import type { FakeSocket } from './whatsapp/fake-socket.js';
 
-let ctx: TestContext;
-let tenant: Tenant;
-const harnesses: Harness[] = [];
-
-beforeAll(async () => {
-  ctx = await createTestApp({ NETWORK: 'whatsapp' });
-  tenant = await createTenant(ctx);
-});
-afterAll(async () => {
-  await ctx?.close();
-});
-afterEach(async () => {
-  for (const harness of harnesses.splice(0)) await harness.close();
-});
+const wa = whatsAppTestFile();
 
 const ME = '6281234567001';
 /** As FakeSocket.pairSuccess links it: the number's JID and the LID, without device suffixes. */
@@ -38,9 +24,9 @@ const TO = '6281200000009';
 const JID = `${TO}@s.whatsapp.net`;
 
 async function linked(): Promise<{ device: DeviceInfo; socket: FakeSocket; h: Harness }> {
-  const h = await createHarness(ctx, {});
-  harnesses.push(h);
-  const device = await insertDevice(ctx, tenant.accountId);
+  const h = await createHarness(wa.ctx, {});
+  wa.track(h);
+  const device = await insertDevice(wa.ctx, wa.tenant.accountId);
   await h.open(device);
   (await h.fake.waitForSockets(1)).pairSuccess(ME);
   h.fake.script = (socket) => socket.open();
@@ -120,9 +106,9 @@ describe('poll votes', () => {
   it('a poll goes out with a stored secret; votes (by number or by LID) are decrypted with it, also after a restart', async () => {
     const { device, socket, h } = await linked();
     const s = await session(h, device.id);
-    const poll = { to: TO, accountId: tenant.accountId, networkMessageId: '3EB0POLL1', type: 'POLL' as const, content: 'Lunch?', kind: { poll: { options: ['Rice', 'Noodles', 'Soup'], multiple: true } } };
+    const poll = { to: TO, accountId: wa.tenant.accountId, networkMessageId: '3EB0POLL1', type: 'POLL' as const, content: 'Lunch?', kind: { poll: { options: ['Rice', 'Noodles', 'Soup'], multiple: true } } };
     await expect(s.send(poll)).resolves.toEqual({ ok: true });
-    const [stored] = await ctx.database.query<{ secret: Uint8Array; options: string[] }>('SELECT secret, options FROM whatsapp_polls WHERE device_id = $1 AND message_id = $2', [device.id, '3EB0POLL1']);
+    const [stored] = await wa.ctx.database.query<{ secret: Uint8Array; options: string[] }>('SELECT secret, options FROM whatsapp_polls WHERE device_id = $1 AND message_id = $2', [device.id, '3EB0POLL1']);
     expect(stored!.options).toEqual(['Rice', 'Noodles', 'Soup']);
     const sent = socket.sent[0]!.content as { poll: { messageSecret: Uint8Array } };
     expect(Buffer.from(sent.poll.messageSecret)).toEqual(Buffer.from(stored!.secret));
@@ -165,10 +151,9 @@ describe('poll votes', () => {
     expect(eventsOf(h.events, 'incoming')).toHaveLength(0);
 
     // Another session (a restart, or another worker) reads later votes with the stored secret.
-    await h.close();
-    harnesses.splice(harnesses.indexOf(h), 1);
-    const next = await createHarness(ctx, {});
-    harnesses.push(next);
+    await wa.close(h);
+    const next = await createHarness(wa.ctx, {});
+    wa.track(next);
     next.fake.script = (x) => x.open();
     await next.open(device);
     const restored = await next.fake.waitForSockets(1);

@@ -4,34 +4,20 @@
  * notes, stickers, places, contact cards, polls, reactions), quotes and mentions; and each kind
  * Baileys reports, in the shapes of its proto types (WAProto/index.d.ts), parsed into Waygate's.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DeviceInfo, MessageRef, OutgoingMessage } from '../src/network/network.js';
 import { vcardOf } from '../src/network/whatsapp/messages.js';
-import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { waitFor } from './messaging-helpers.js';
-import { createHarness, eventsOf, insertDevice, type Harness } from './whatsapp/harness.js';
+import { createHarness, eventsOf, insertDevice, whatsAppTestFile, type Harness } from './whatsapp/harness.js';
 import type { FakeSocket } from './whatsapp/fake-socket.js';
 
-let ctx: TestContext;
-let tenant: Tenant;
-const harnesses: Harness[] = [];
-
-beforeAll(async () => {
-  ctx = await createTestApp({ NETWORK: 'whatsapp' });
-  tenant = await createTenant(ctx);
-});
-afterAll(async () => {
-  await ctx?.close();
-});
-afterEach(async () => {
-  for (const harness of harnesses.splice(0)) await harness.close();
-});
+const wa = whatsAppTestFile();
 
 /** A device linked through the fake: QR shown, phone scans, restart, open. */
 async function linked(): Promise<{ deviceId: string; socket: FakeSocket; device: DeviceInfo; h: Harness }> {
-  const h = await createHarness(ctx, {});
-  harnesses.push(h);
-  const device = await insertDevice(ctx, tenant.accountId);
+  const h = await createHarness(wa.ctx, {});
+  wa.track(h);
+  const device = await insertDevice(wa.ctx, wa.tenant.accountId);
   await h.open(device);
   const first = await h.fake.waitForSockets(1);
   first.pairSuccess('6281234567001');
@@ -47,10 +33,10 @@ const JID = `${TO}@s.whatsapp.net`;
 describe('sending each kind', () => {
   it('hands Baileys the content of each kind: voice note, sticker, place, cards, poll, reaction', async () => {
     const { deviceId, socket } = await linked();
-    const session = (await waitFor(() => harnesses[0]!.network.sessionOf(deviceId), 2_000, 'session'))!;
+    const session = (await waitFor(() => wa.harnesses[0]!.network.sessionOf(deviceId), 2_000, 'session'))!;
     const audio = Buffer.from('OggS-audio');
     const webp = Buffer.from('RIFF0000WEBPVP8 ');
-    const base = { to: TO, accountId: tenant.accountId };
+    const base = { to: TO, accountId: wa.tenant.accountId };
     const target: MessageRef = { networkMessageId: '3EB0TARGET', fromMe: false, chat: TO, type: 'TEXT', content: 'hi' };
     const messages: OutgoingMessage[] = [
       { ...base, networkMessageId: 'K1', type: 'AUDIO', content: '', media: { data: audio, mimeType: 'audio/ogg' }, kind: { voice: true } },
@@ -98,8 +84,8 @@ describe('sending each kind', () => {
 
   it('quotes the stored message (its key and content) and puts mentions in the content as JIDs', async () => {
     const { deviceId, socket } = await linked();
-    const session = (await waitFor(() => harnesses[0]!.network.sessionOf(deviceId), 2_000, 'session'))!;
-    const base = { to: TO, accountId: tenant.accountId };
+    const session = (await waitFor(() => wa.harnesses[0]!.network.sessionOf(deviceId), 2_000, 'session'))!;
+    const base = { to: TO, accountId: wa.tenant.accountId };
     const quotes: MessageRef[] = [
       { networkMessageId: 'Q1', fromMe: false, chat: TO, type: 'TEXT', content: 'the question' },
       { networkMessageId: 'Q2', fromMe: true, chat: TO, type: 'IMAGE', content: 'a cat' },
@@ -127,8 +113,8 @@ describe('sending each kind', () => {
 
   it('a kind without its fields is refused for good (MEDIA_MISSING), nothing reaches Baileys', async () => {
     const { deviceId, socket } = await linked();
-    const session = (await waitFor(() => harnesses[0]!.network.sessionOf(deviceId), 2_000, 'session'))!;
-    const result = await session.send({ to: TO, accountId: tenant.accountId, networkMessageId: 'X1', type: 'POLL', content: 'q' });
+    const session = (await waitFor(() => wa.harnesses[0]!.network.sessionOf(deviceId), 2_000, 'session'))!;
+    const result = await session.send({ to: TO, accountId: wa.tenant.accountId, networkMessageId: 'X1', type: 'POLL', content: 'q' });
     expect(result).toMatchObject({ ok: false, permanent: true });
     expect(socket.sent).toHaveLength(0);
   });

@@ -7,37 +7,23 @@
  * socket announces.
  */
 import pino from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OutgoingMessage } from '../src/network/network.js';
 import { WaVersionSource, type WaVersion } from '../src/network/whatsapp/version.js';
-import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { sleep, waitFor } from './messaging-helpers.js';
-import { createHarness, eventsOf, insertDevice, realHelpers, TEST_WA_VERSION, type Harness } from './whatsapp/harness.js';
+import { createHarness, eventsOf, insertDevice, realHelpers, TEST_WA_VERSION, whatsAppTestFile, type Harness } from './whatsapp/harness.js';
 import type { FakeSocket } from './whatsapp/fake-socket.js';
 
-let ctx: TestContext;
-let tenant: Tenant;
-const harnesses: Harness[] = [];
-
-beforeAll(async () => {
-  ctx = await createTestApp({ NETWORK: 'whatsapp' });
-  tenant = await createTenant(ctx);
-});
-afterAll(async () => {
-  await ctx?.close();
-});
-afterEach(async () => {
-  for (const harness of harnesses.splice(0)) await harness.close();
-});
+const wa = whatsAppTestFile();
 
 async function harness(config: Parameters<typeof createHarness>[1] = {}, version?: WaVersionSource): Promise<Harness> {
-  const created = await createHarness(ctx, config, undefined, undefined, version);
-  harnesses.push(created);
+  const created = await createHarness(wa.ctx, config, undefined, undefined, version);
+  wa.track(created);
   return created;
 }
 
 async function linked(h: Harness, phone = '6281234567001'): Promise<{ deviceId: string; socket: FakeSocket }> {
-  const device = await insertDevice(ctx, tenant.accountId);
+  const device = await insertDevice(wa.ctx, wa.tenant.accountId);
   await h.open(device);
   const first = await h.fake.waitForSockets(1);
   first.pairSuccess(phone);
@@ -48,7 +34,7 @@ async function linked(h: Harness, phone = '6281234567001'): Promise<{ deviceId: 
 }
 
 function message(id: string, overrides: Partial<OutgoingMessage> = {}): OutgoingMessage {
-  return { networkMessageId: id, to: '6281200000001', type: 'TEXT', content: 'hello', accountId: tenant.accountId, ...overrides };
+  return { networkMessageId: id, to: '6281200000001', type: 'TEXT', content: 'hello', accountId: wa.tenant.accountId, ...overrides };
 }
 
 describe('sending big media', () => {
@@ -89,7 +75,7 @@ describe('463', () => {
     expect(allowance?.remaining).toBe(0);
     expect(allowance!.resumeAt.getTime() - Date.now()).toBeGreaterThan(50 * 60_000);
     await waitFor(
-      async () => (await ctx.database.query('SELECT 1 FROM whatsapp_devices WHERE device_id = $1 AND bulk_paused_until > now()', [deviceId])).length === 1,
+      async () => (await wa.ctx.database.query('SELECT 1 FROM whatsapp_devices WHERE device_id = $1 AND bulk_paused_until > now()', [deviceId])).length === 1,
       2_000,
       'pause stored',
     );
@@ -115,7 +101,7 @@ describe('retry requests (getMessage)', () => {
     expect(await socket.getMessage({ id: 'UNKNOWN' })).toBeUndefined();
     // Real protobuf: what is stored decodes with Baileys' own proto.Message.
     const helpers = await realHelpers();
-    const [row] = await ctx.database.query<{ content: Uint8Array }>('SELECT content FROM whatsapp_sent_messages WHERE device_id = $1 AND message_id = $2', [deviceId, '3EB0D00000000000000002']);
+    const [row] = await wa.ctx.database.query<{ content: Uint8Array }>('SELECT content FROM whatsapp_sent_messages WHERE device_id = $1 AND message_id = $2', [deviceId, '3EB0D00000000000000002']);
     expect((helpers.decodeMessage(row!.content) as { imageMessage: { caption: string } }).imageMessage.caption).toBe('a cat');
   });
 });
@@ -131,13 +117,13 @@ describe('onWhatsApp', () => {
     await expect(session.send(message('3EB0E00000000000000003', { to: '6281200000099' }))).resolves.toMatchObject({ code: 'RECIPIENT_NOT_ON_NETWORK' });
     await expect(session.send(message('3EB0E00000000000000004', { to: '6281200000099' }))).resolves.toMatchObject({ code: 'RECIPIENT_NOT_ON_NETWORK' });
     expect(socket.onWhatsAppCalls).toBe(2);
-    const rows = await ctx.database.query<{ phone_number: string; jid: string | null }>('SELECT phone_number, jid FROM whatsapp_numbers WHERE device_id = $1 ORDER BY phone_number', [deviceId]);
+    const rows = await wa.ctx.database.query<{ phone_number: string; jid: string | null }>('SELECT phone_number, jid FROM whatsapp_numbers WHERE device_id = $1 ORDER BY phone_number', [deviceId]);
     expect(rows).toEqual([
       { phone_number: '6281200000001', jid: '6281200000001@s.whatsapp.net' },
       { phone_number: '6281200000099', jid: null },
     ]);
     // A new network (another worker) restores the device and sends: no new look-up.
-    const device = { id: deviceId, accountId: tenant.accountId, phoneNumber: '6281234567001', status: 'CONNECTED' as const };
+    const device = { id: deviceId, accountId: wa.tenant.accountId, phoneNumber: '6281234567001', status: 'CONNECTED' as const };
     await h.network.sessionOf(deviceId)!.close();
     const other = await harness();
     other.fake.script = (s) => s.open();
@@ -157,7 +143,7 @@ describe('unattended QR codes', () => {
       socket.showQr();
       setTimeout(() => socket.close(408, 'QR refs attempts ended'), 20);
     };
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     await h.open(device);
     await waitFor(() => eventsOf(h.events, 'stopped').length === 1, 5_000, 'stopped');
     expect(eventsOf(h.events, 'stopped')[0]).toMatchObject({ code: 'QR_EXPIRED' });
@@ -190,7 +176,7 @@ describe('the web version', () => {
     await source.refresh();
     const h = await harness({}, source);
     h.fake.script = (socket) => socket.close(405, 'Connection Failure');
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     await h.open(device);
     await waitFor(() => eventsOf(h.events, 'stopped').length === 1, 3_000, 'stopped');
     expect(eventsOf(h.events, 'stopped')[0]).toMatchObject({ code: 'CLIENT_OUTDATED' });

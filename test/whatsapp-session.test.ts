@@ -4,31 +4,17 @@
  * sends and their acknowledgements, receipts in and out of order, incoming messages and @lid
  * senders, and what the logs leave out. The database is real (auth state, LID pairs).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DeviceInfo, NetworkEvent, OutgoingMessage } from '../src/network/network.js';
-import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { sleep, waitFor } from './messaging-helpers.js';
-import { createHarness, eventsOf, insertDevice, type Harness } from './whatsapp/harness.js';
+import { createHarness, eventsOf, insertDevice, whatsAppTestFile, type Harness } from './whatsapp/harness.js';
 import type { FakeSocket } from './whatsapp/fake-socket.js';
 
-let ctx: TestContext;
-let tenant: Tenant;
-const harnesses: Harness[] = [];
-
-beforeAll(async () => {
-  ctx = await createTestApp({ NETWORK: 'whatsapp' });
-  tenant = await createTenant(ctx);
-});
-afterAll(async () => {
-  await ctx?.close();
-});
-afterEach(async () => {
-  for (const harness of harnesses.splice(0)) await harness.close();
-});
+const wa = whatsAppTestFile();
 
 async function harness(config: Parameters<typeof createHarness>[1] = {}): Promise<Harness> {
-  const created = await createHarness(ctx, config);
-  harnesses.push(created);
+  const created = await createHarness(wa.ctx, config);
+  wa.track(created);
   return created;
 }
 
@@ -36,7 +22,7 @@ const PHONE = '6281234567001';
 
 /** A device linked through the fake: QR shown, phone scans, restart, open. */
 async function linked(h: Harness, phone = PHONE): Promise<{ deviceId: string; socket: FakeSocket; device: DeviceInfo }> {
-  const device = await insertDevice(ctx, tenant.accountId);
+  const device = await insertDevice(wa.ctx, wa.tenant.accountId);
   await h.open(device);
   const first = await h.fake.waitForSockets(1);
   first.pairSuccess(phone);
@@ -47,13 +33,13 @@ async function linked(h: Harness, phone = PHONE): Promise<{ deviceId: string; so
 }
 
 function text(id: string, to = '6281200000001', content = 'hello there'): OutgoingMessage {
-  return { networkMessageId: id, to, type: 'TEXT', content, accountId: tenant.accountId };
+  return { networkMessageId: id, to, type: 'TEXT', content, accountId: wa.tenant.accountId };
 }
 
 describe('linking', () => {
   it('reports each QR code Baileys shows, the first valid 60 s and the next ones 20 s', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     await h.open(device);
     const socket = await h.fake.waitForSockets(1);
     const second = socket.showQr();
@@ -81,13 +67,13 @@ describe('linking', () => {
     // The second socket logs in with the credentials the pairing produced (same keys).
     expect(socket.auth.creds.account).toBeTruthy();
     expect(socket.auth.creds.noiseKey).toEqual(h.fake.sockets[0]!.auth.creds.noiseKey);
-    const [row] = await ctx.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM whatsapp_auth WHERE device_id = $1 AND category = 'creds'`, [deviceId]);
+    const [row] = await wa.ctx.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM whatsapp_auth WHERE device_id = $1 AND category = 'creds'`, [deviceId]);
     expect(row!.n).toBe(1);
   });
 
   it('gives a pairing code for a phone number on a socket in its QR phase', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     const session = await h.open(device);
     const socket = await h.fake.waitForSockets(1);
     const { code, expiresAt } = await session.requestPairingCode('6281234567002');
@@ -102,7 +88,7 @@ describe('linking', () => {
 
   it('asks for a pairing code on a new socket when the current one cannot take it, and refuses once linked', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     h.fake.script = () => undefined; // connecting, no QR yet
     const session = await h.open(device);
     await h.fake.waitForSockets(1);
@@ -120,7 +106,7 @@ describe('linking', () => {
 
   it('starts a new link when unlinked credentials are refused (a pairing code that was never entered)', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     const session = await h.open(device);
     const first = await h.fake.waitForSockets(1);
     await session.requestPairingCode('6281234567005');
@@ -133,7 +119,7 @@ describe('linking', () => {
 
   it('shows new QR codes after a socket\'s codes ran out (408), without a warning', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     await h.open(device);
     const first = await h.fake.waitForSockets(1);
     first.close(408, 'QR refs attempts ended');
@@ -145,7 +131,7 @@ describe('linking', () => {
 
   it('while linking, retries a network that cannot be reached with growing delays and one warning', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     h.fake.script = (socket) => socket.close(undefined, 'WebSocket Error (connect ECONNREFUSED 127.0.0.1:9)');
     await h.open(device);
     await h.fake.waitForSockets(4, 3_000);
@@ -189,16 +175,16 @@ describe('disconnects of a linked device', () => {
     const h = await harness();
     const { deviceId, socket } = await linked(h);
     socket.emit('lid-mapping.update', { lid: '123456@lid', pn: '6281299999999@s.whatsapp.net' });
-    await waitFor(async () => (await ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).length === 1, 2_000, 'lid stored');
+    await waitFor(async () => (await wa.ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).length === 1, 2_000, 'lid stored');
     // A bulk pause of this link does not outlive it.
     await h.network.sessionOf(deviceId)!.bulkPolicy.pause(new Date(Date.now() + 60_000));
     socket.close(401, 'Connection Failure');
     await waitFor(() => eventsOf(h.events, 'disconnected')[0]?.reason === 'logout', 2_000, 'logout');
-    const [row] = await ctx.database.query<{ bulk_paused_until: Date | null }>('SELECT bulk_paused_until FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
+    const [row] = await wa.ctx.database.query<{ bulk_paused_until: Date | null }>('SELECT bulk_paused_until FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
     expect(row!.bulk_paused_until).toBeNull();
-    const auth = await ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [deviceId]);
+    const auth = await wa.ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [deviceId]);
     expect(auth).toHaveLength(0);
-    expect(await ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).toHaveLength(0);
+    expect(await wa.ctx.database.query('SELECT 1 FROM whatsapp_lids WHERE device_id = $1', [deviceId])).toHaveLength(0);
     await sleep(200);
     expect(h.fake.sockets).toHaveLength(2);
   });
@@ -225,7 +211,7 @@ describe('disconnects of a linked device', () => {
       await again.reconnect();
       expect(h.fake.sockets).toHaveLength(3);
       await waitFor(() => eventsOf(h.events, 'connected').length === 2, 2_000, 'connected again');
-      const [row] = await ctx.database.query<{ stopped_code: string | null }>('SELECT stopped_code FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
+      const [row] = await wa.ctx.database.query<{ stopped_code: string | null }>('SELECT stopped_code FROM whatsapp_devices WHERE device_id = $1', [deviceId]);
       expect(row!.stopped_code).toBeNull();
     });
   }
@@ -274,11 +260,10 @@ describe('disconnects of a linked device', () => {
   it('restores a linked device from the database in a new session (another worker took the lease)', async () => {
     const h = await harness();
     const { deviceId, socket } = await linked(h);
-    await h.close();
-    harnesses.splice(harnesses.indexOf(h), 1);
+    await wa.close(h);
     const next = await harness();
     next.fake.script = (s) => s.open();
-    await next.open({ id: deviceId, accountId: tenant.accountId, phoneNumber: PHONE, status: 'CONNECTED' });
+    await next.open({ id: deviceId, accountId: wa.tenant.accountId, phoneNumber: PHONE, status: 'CONNECTED' });
     const restored = await next.fake.waitForSockets(1);
     expect(restored.auth.creds.account).toEqual(socket.auth.creds.account);
     expect(restored.auth.creds.signedIdentityKey).toEqual(socket.auth.creds.signedIdentityKey);
@@ -287,7 +272,7 @@ describe('disconnects of a linked device', () => {
 
   it('a linked device without stored credentials is reported logged out (it needs a new link)', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId, 'CONNECTED', PHONE);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId, 'CONNECTED', PHONE);
     await h.open(device);
     expect(eventsOf(h.events, 'disconnected')[0]).toMatchObject({ reason: 'logout' });
     expect(h.fake.sockets).toHaveLength(0);
@@ -299,7 +284,7 @@ describe('disconnects of a linked device', () => {
     const session = h.network.sessionOf(deviceId)!;
     await session.logout();
     expect(socket.loggedOut).toBe(true);
-    expect(await ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [deviceId])).toHaveLength(0);
+    expect(await wa.ctx.database.query('SELECT 1 FROM whatsapp_auth WHERE device_id = $1', [deviceId])).toHaveLength(0);
   });
 });
 
@@ -320,7 +305,7 @@ describe('sending', () => {
     const { deviceId, socket } = await linked(h);
     const session = h.network.sessionOf(deviceId)!;
     const data = Buffer.from('media-bytes');
-    const base = { to: '6281200000002', accountId: tenant.accountId };
+    const base = { to: '6281200000002', accountId: wa.tenant.accountId };
     await session.send({ ...base, networkMessageId: 'WG1', type: 'IMAGE', content: 'a cat', media: { data, mimeType: 'image/png' } });
     await session.send({ ...base, networkMessageId: 'WG2', type: 'VIDEO', content: '', media: { data, mimeType: 'video/mp4' } });
     await session.send({ ...base, networkMessageId: 'WG3', type: 'DOCUMENT', content: 'the report', media: { data, mimeType: 'application/pdf', fileName: 'q3.pdf' } });
@@ -479,7 +464,7 @@ describe('incoming messages', () => {
       'L9:6281388888888:888@lid',
     ]);
     // Kept in the database: a worker that takes the device over knows them too.
-    const rows = await ctx.database.query<{ lid: string; phone_number: string }>('SELECT lid, phone_number FROM whatsapp_lids WHERE device_id = $1 ORDER BY lid', [deviceId]);
+    const rows = await wa.ctx.database.query<{ lid: string; phone_number: string }>('SELECT lid, phone_number FROM whatsapp_lids WHERE device_id = $1 ORDER BY lid', [deviceId]);
     expect(rows.map((r) => `${r.lid}=${r.phone_number}`)).toEqual([
       '111@lid=6281322222222',
       '222@lid=6281333333333',
@@ -510,7 +495,7 @@ describe('incoming messages', () => {
 describe('logs', () => {
   it('say what happened to the link without message content, QR or pairing codes, or keys', async () => {
     const h = await harness();
-    const device = await insertDevice(ctx, tenant.accountId);
+    const device = await insertDevice(wa.ctx, wa.tenant.accountId);
     const session = await h.open(device);
     const first = await h.fake.waitForSockets(1);
     const qr = eventsOf(h.events, 'qr')[0]?.code ?? (await waitFor(() => eventsOf(h.events, 'qr')[0]?.code, 2_000, 'qr'));

@@ -16,8 +16,53 @@ import { baileysHelpers, loadBaileys } from '../../src/network/whatsapp/baileys.
 import type { BaileysHelpers, WAPollEncValue } from '../../src/network/whatsapp/types.js';
 import { WaVersionSource, type WaVersion } from '../../src/network/whatsapp/version.js';
 import { WhatsAppNetwork, type WhatsAppNetworkOptions, type WhatsAppSession } from '../../src/network/whatsapp/whatsapp-network.js';
-import type { Tenant, TestContext } from '../helpers.js';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { createTenant, createTestApp, type Tenant, type TestContext } from '../helpers.js';
 import { FakeBaileys } from './fake-socket.js';
+
+/** A test file's app on NETWORK=whatsapp, its tenant, and the harnesses its tests made. */
+export interface WhatsAppTestFile {
+  /** Set once the file's beforeAll has run. */
+  ctx: TestContext;
+  tenant: Tenant;
+  /** The harnesses `track` was given during the running test, oldest first. */
+  readonly harnesses: readonly Harness[];
+  /** Closes `harness` after the running test; returns it. */
+  track<H extends Harness>(harness: H): H;
+  /** Closes a tracked harness now (a worker going away mid-test). */
+  close(harness: Harness): Promise<void>;
+}
+
+/**
+ * Registers a test file's hooks: an app on NETWORK=whatsapp with one tenant before its tests
+ * (closed after them), and every harness tracked during a test closed after that test.
+ */
+export function whatsAppTestFile(): WhatsAppTestFile {
+  const harnesses: Harness[] = [];
+  const file = {
+    harnesses,
+    track<H extends Harness>(harness: H): H {
+      harnesses.push(harness);
+      return harness;
+    },
+    async close(harness: Harness): Promise<void> {
+      const index = harnesses.indexOf(harness);
+      if (index >= 0) harnesses.splice(index, 1);
+      await harness.close();
+    },
+  } as Partial<WhatsAppTestFile> as WhatsAppTestFile;
+  beforeAll(async () => {
+    file.ctx = await createTestApp({ NETWORK: 'whatsapp' });
+    file.tenant = await createTenant(file.ctx);
+  });
+  afterAll(async () => {
+    await file.ctx?.close();
+  });
+  afterEach(async () => {
+    for (const harness of harnesses.splice(0)) await harness.close();
+  });
+  return file;
+}
 
 let helpers: BaileysHelpers | undefined;
 /** The real BufferJSON / initAuthCreds / proto of the installed baileys package (no socket is made from it). */
