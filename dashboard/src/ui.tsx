@@ -316,6 +316,37 @@ export function Field({
   );
 }
 
+/**
+ * A table of rows (the children: <tr>s whose cells carry data-label, which labels each cell when
+ * a phone shows the rows as cards, styles.css .table-wrap): a caption, shown only with
+ * `showCaption` (else for screen readers alone), a header cell for each of `columns`, and with
+ * `actions` a last, unnamed column for each row's buttons.
+ */
+export function DataTable({ caption, columns, actions = false, showCaption = false, children }: { caption: string; columns: string[]; actions?: boolean; showCaption?: boolean; children: ReactNode }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className={showCaption ? undefined : 'visually-hidden'}>{caption}</caption>
+        <thead>
+          <tr>
+            {columns.map((column) => (
+              <th scope="col" key={column}>
+                {column}
+              </th>
+            ))}
+            {actions ? (
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            ) : null}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 export function Loading({ what }: { what: string }) {
   return (
     <p className="muted" role="status">

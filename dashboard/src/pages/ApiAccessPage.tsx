@@ -4,7 +4,7 @@ import { NavLink } from 'react-router';
 import { api, ApiError } from '../api';
 import { useSession } from '../session';
 import type { One, Token } from '../types';
-import { ConfirmButton, CopyButton, Empty, ErrorBox, Field, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { ConfirmButton, CopyButton, DataTable, Empty, ErrorBox, Field, Loading, PageHeader, StatusBadge, Time } from '../ui';
 
 function tokenState(token: Token): string {
   if (token.revokedAt) return 'REVOKED';
@@ -52,65 +52,46 @@ export function ApiAccessPage() {
       <ErrorBox error={tokens.error} />
       {tokens.data && tokens.data.data.length === 0 ? <Empty>No tokens yet.</Empty> : null}
       {tokens.data && tokens.data.data.length > 0 ? (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">API tokens</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Token</th>
-                <th scope="col">Scopes</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Expires</th>
-                <th scope="col">State</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.data.data.map((token) => (
-                <tr key={token.id} data-token-id={token.id}>
-                  <th scope="row" data-label="Name">{token.name}</th>
-                  <td data-label="Token">
-                    <code>
-                      {token.prefix}…{token.last4}
-                    </code>
-                  </td>
-                  <td data-label="Scopes" className="small">{token.scopes.length === allScopes ? 'All' : token.scopes.join(', ')}</td>
-                  <td data-label="Created">
-                    <Time value={token.createdAt} />
-                  </td>
-                  <td data-label="Last used">
-                    <Time value={token.lastUsedAt} empty="Never" />
-                  </td>
-                  <td data-label="Expires">
-                    <Time value={token.expiresAt} empty="Never" />
-                  </td>
-                  <td data-label="State">
-                    <StatusBadge status={tokenState(token)} />
-                  </td>
-                  <td>
-                    {!token.revokedAt ? (
-                      <ConfirmButton
-                        label="Revoke"
-                        accessibleName={`Revoke token ${token.name}`}
-                        title={`Revoke “${token.name}”?`}
-                        message={<p>Programs using this token are refused from their next request. This cannot be undone.</p>}
-                        confirmLabel="Revoke token"
-                        onConfirm={async () => {
-                          await api(`/tokens/${token.id}`, { method: 'DELETE' });
-                          await client.invalidateQueries({ queryKey: ['tokens'] });
-                        }}
-                      />
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable caption="API tokens" columns={['Name', 'Token', 'Scopes', 'Created', 'Last used', 'Expires', 'State']} actions>
+          {tokens.data.data.map((token) => (
+            <tr key={token.id} data-token-id={token.id}>
+              <th scope="row" data-label="Name">{token.name}</th>
+              <td data-label="Token">
+                <code>
+                  {token.prefix}…{token.last4}
+                </code>
+              </td>
+              <td data-label="Scopes" className="small">{token.scopes.length === allScopes ? 'All' : token.scopes.join(', ')}</td>
+              <td data-label="Created">
+                <Time value={token.createdAt} />
+              </td>
+              <td data-label="Last used">
+                <Time value={token.lastUsedAt} empty="Never" />
+              </td>
+              <td data-label="Expires">
+                <Time value={token.expiresAt} empty="Never" />
+              </td>
+              <td data-label="State">
+                <StatusBadge status={tokenState(token)} />
+              </td>
+              <td>
+                {!token.revokedAt ? (
+                  <ConfirmButton
+                    label="Revoke"
+                    accessibleName={`Revoke token ${token.name}`}
+                    title={`Revoke “${token.name}”?`}
+                    message={<p>Programs using this token are refused from their next request. This cannot be undone.</p>}
+                    confirmLabel="Revoke token"
+                    onConfirm={async () => {
+                      await api(`/tokens/${token.id}`, { method: 'DELETE' });
+                      await client.invalidateQueries({ queryKey: ['tokens'] });
+                    }}
+                  />
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
     </section>
   );

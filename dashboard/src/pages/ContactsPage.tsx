@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api';
 import type { Contact, ImportReport, One, Page } from '../types';
-import { ConfirmButton, Empty, ErrorBox, Field, formatPhone, Loading, Notice, PageHeader, Pager, Time } from '../ui';
+import { ConfirmButton, DataTable, Empty, ErrorBox, Field, formatPhone, Loading, Notice, PageHeader, Pager, Time } from '../ui';
 
 const LIMIT = 25;
 
@@ -55,26 +55,11 @@ export function ContactsPage() {
       <ErrorBox error={contacts.error} />
       {contacts.data && contacts.data.data.length === 0 ? <Empty>{query ? 'No contact matches.' : 'No contacts yet. Add one, or import a CSV file.'}</Empty> : null}
       {contacts.data && contacts.data.data.length > 0 ? (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Contacts</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Phone number</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {contacts.data.data.map((contact) => (
-                <ContactRow key={contact.id} contact={contact} />
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable caption="Contacts" columns={['Name', 'Phone number', 'Added']} actions>
+          {contacts.data.data.map((contact) => (
+            <ContactRow key={contact.id} contact={contact} />
+          ))}
+        </DataTable>
       ) : null}
       {contacts.data ? <Pager label="Contacts" page={page} limit={contacts.data.meta.limit} total={contacts.data.meta.total} onPage={setPage} /> : null}
     </section>
@@ -214,32 +199,20 @@ function ImportForm() {
             {report.rejected.length} rejected.
           </Notice>
           {report.skipped.length + report.rejected.length > 0 ? (
-            <div className="table-wrap">
-              <table>
-                <caption>Rows not added</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Line</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Why</th>
+            <DataTable caption="Rows not added" columns={['Line', 'Outcome', 'Why']} showCaption>
+              {[
+                ...report.rejected.map((row) => ({ line: row.line, outcome: 'Rejected', why: row.errors.map((error) => `${error.field} ${error.message}`).join('; ') })),
+                ...report.skipped.map((row) => ({ line: row.line, outcome: 'Skipped', why: `${formatPhone(row.phoneNumber)}: ${row.reason}` })),
+              ]
+                .sort((a, b) => a.line - b.line)
+                .map((row) => (
+                  <tr key={`${row.outcome}-${row.line}`}>
+                    <td data-label="Line">{row.line}</td>
+                    <td data-label="Outcome">{row.outcome}</td>
+                    <td data-label="Why">{row.why}</td>
                   </tr>
-                </thead>
-                <tbody>
-                  {[
-                    ...report.rejected.map((row) => ({ line: row.line, outcome: 'Rejected', why: row.errors.map((error) => `${error.field} ${error.message}`).join('; ') })),
-                    ...report.skipped.map((row) => ({ line: row.line, outcome: 'Skipped', why: `${formatPhone(row.phoneNumber)}: ${row.reason}` })),
-                  ]
-                    .sort((a, b) => a.line - b.line)
-                    .map((row) => (
-                      <tr key={`${row.outcome}-${row.line}`}>
-                        <td data-label="Line">{row.line}</td>
-                        <td data-label="Outcome">{row.outcome}</td>
-                        <td data-label="Why">{row.why}</td>
-                      </tr>
-                    ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+            </DataTable>
           ) : null}
         </div>
       ) : null}

@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../api';
 import type { Listing, Message } from '../types';
-import { ConfirmButton, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time, useCursorPages } from '../ui';
+import { ConfirmButton, DataTable, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time, useCursorPages } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, Quote, Reactions, reactionsByTarget } from '../message-view';
 
 const STATUSES = ['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'];
@@ -67,67 +67,51 @@ export function MessagesPage() {
         <Empty>{messages.data.meta.nextCursor ? 'None among these messages; Next looks at older ones.' : 'No messages match.'}</Empty>
       ) : null}
       {messages.data && messages.data.data.length > 0 ? (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Messages</caption>
-            <thead>
-              <tr>
-                <th scope="col">To / from</th>
-                <th scope="col">Message</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {messages.data.data.map((message) => (
-                <tr key={message.id}>
-                  <td data-label="To / from" className="nowrap">
-                    {message.direction === 'in' ? <span className="muted small">from </span> : null}
-                    {formatPhone(message.direction === 'in' ? message.from : message.to)}
-                  </td>
-                  <td data-label="Message" className="message-cell" data-message={message.id}>
-                    {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null}
-                    {message.replyTo ? <Quote id={message.replyTo} known={byId.get(message.replyTo)} /> : null}
-                    <MessageBody message={message} media={browserUrl(message.mediaUrl)} />
-                    <Reactions emoji={reactions.get(message.id)} />
-                    <MessageMarks message={message} />
-                    {message.error ? <div className="small error-text">{message.error.code}: {message.error.message}</div> : null}
-                  </td>
-                  <td data-label="Status" className="status-cell">
-                    <StatusBadge status={message.status} />
-                    <StatusTimes message={message} />
-                  </td>
-                  <td data-label="Created" className="nowrap">
-                    <Time value={message.createdAt} />
-                    {message.scheduledAt ? (
-                      <div className="small muted">
-                        for <Time value={message.scheduledAt} />
-                      </div>
-                    ) : null}
-                  </td>
-                  <td>
-                    {message.status === 'SCHEDULED' || message.status === 'QUEUED' ? (
-                      <ConfirmButton
-                        label="Cancel"
-                        accessibleName={`Cancel message to ${formatPhone(message.to)}`}
-                        title="Cancel this message?"
-                        message={<p>It will not be sent, and it is refunded to your quota.</p>}
-                        confirmLabel="Cancel message"
-                        onConfirm={async () => {
-                          await api(`/messages/${message.id}/cancel`, { method: 'POST' });
-                          await client.invalidateQueries({ queryKey: ['messages'] });
-                        }}
-                      />
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable caption="Messages" columns={['To / from', 'Message', 'Status', 'Created']} actions>
+          {messages.data.data.map((message) => (
+            <tr key={message.id}>
+              <td data-label="To / from" className="nowrap">
+                {message.direction === 'in' ? <span className="muted small">from </span> : null}
+                {formatPhone(message.direction === 'in' ? message.from : message.to)}
+              </td>
+              <td data-label="Message" className="message-cell" data-message={message.id}>
+                {message.type !== 'TEXT' ? <span className="badge badge-neutral">{message.type}</span> : null}
+                {message.replyTo ? <Quote id={message.replyTo} known={byId.get(message.replyTo)} /> : null}
+                <MessageBody message={message} media={browserUrl(message.mediaUrl)} />
+                <Reactions emoji={reactions.get(message.id)} />
+                <MessageMarks message={message} />
+                {message.error ? <div className="small error-text">{message.error.code}: {message.error.message}</div> : null}
+              </td>
+              <td data-label="Status" className="status-cell">
+                <StatusBadge status={message.status} />
+                <StatusTimes message={message} />
+              </td>
+              <td data-label="Created" className="nowrap">
+                <Time value={message.createdAt} />
+                {message.scheduledAt ? (
+                  <div className="small muted">
+                    for <Time value={message.scheduledAt} />
+                  </div>
+                ) : null}
+              </td>
+              <td>
+                {message.status === 'SCHEDULED' || message.status === 'QUEUED' ? (
+                  <ConfirmButton
+                    label="Cancel"
+                    accessibleName={`Cancel message to ${formatPhone(message.to)}`}
+                    title="Cancel this message?"
+                    message={<p>It will not be sent, and it is refunded to your quota.</p>}
+                    confirmLabel="Cancel message"
+                    onConfirm={async () => {
+                      await api(`/messages/${message.id}/cancel`, { method: 'POST' });
+                      await client.invalidateQueries({ queryKey: ['messages'] });
+                    }}
+                  />
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
       {messages.data ? <Pager label="Messages" page={page} limit={messages.data.meta.limit} total={messages.data.meta.total} totalExact={messages.data.meta.totalExact} hasNext={messages.data.meta.nextCursor !== null} shown={status || to ? shown.length : undefined} onPage={(value) => onPage(value, messages.data?.meta.nextCursor)} /> : null}
     </section>

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { DailyChart, type ChartSeries } from '../charts';
 import { useLive } from '../live';
 import type { Overview } from '../types';
-import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { DataTable, Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
 
 const PERIODS = [7, 30, 90] as const;
 const OUTCOMES = [
@@ -70,35 +70,20 @@ function OverviewBody({ data }: { data: Overview }) {
         <DailyChart days={chartDays} series={series} label={summary} />
         <details className="chart-table">
           <summary>Show the numbers</summary>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Messages per day</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Day (UTC)</th>
-                  {OUTCOMES.map((o) => (
-                    <th scope="col" key={o.key}>
-                      {o.label}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {[...data.daily].reverse().map((day) => (
-                  <tr key={day.day}>
-                    <th scope="row" data-label="Day">
-                      {day.day}
-                    </th>
-                    {OUTCOMES.map((o) => (
-                      <td key={o.key} data-label={o.label}>
-                        {day[o.key].toLocaleString()}
-                      </td>
-                    ))}
-                  </tr>
+          <DataTable caption="Messages per day" columns={['Day (UTC)', ...OUTCOMES.map((o) => o.label)]}>
+            {[...data.daily].reverse().map((day) => (
+              <tr key={day.day}>
+                <th scope="row" data-label="Day">
+                  {day.day}
+                </th>
+                {OUTCOMES.map((o) => (
+                  <td key={o.key} data-label={o.label}>
+                    {day[o.key].toLocaleString()}
+                  </td>
                 ))}
-              </tbody>
-            </table>
-          </div>
+              </tr>
+            ))}
+          </DataTable>
         </details>
       </div>
 

@@ -3,7 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
 import { browserUrl } from '../message-view';
 import type { AccountSummary, One, Page, Upload } from '../types';
-import { ConfirmButton, Empty, ErrorBox, formatBytes, Loading, PageHeader, Pager, Time } from '../ui';
+import { ConfirmButton, DataTable, Empty, ErrorBox, formatBytes, Loading, PageHeader, Pager, Time } from '../ui';
 
 export function PlanPage() {
   const account = useQuery({ queryKey: ['account'], queryFn: () => api<One<AccountSummary>>('/account'), refetchInterval: 15_000 });
@@ -99,55 +99,38 @@ function UploadedFiles() {
       {uploads.data && uploads.data.data.length === 0 ? <Empty>No uploaded files.</Empty> : null}
       {uploads.data && uploads.data.data.length > 0 ? (
         <>
-          <div className="table-wrap">
-            <table>
-              <caption className="visually-hidden">Uploaded files</caption>
-              <thead>
-                <tr>
-                  <th scope="col">File</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">Uploaded</th>
-                  <th scope="col">Kept until</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {uploads.data.data.map((upload) => (
-                  <tr key={upload.id} data-upload-id={upload.id}>
-                    <th scope="row" data-label="File">
-                      <a href={browserUrl(upload.mediaUrl) ?? undefined} target="_blank" rel="noreferrer">
-                        {upload.fileName ?? upload.id}
-                      </a>
-                    </th>
-                    <td data-label="Type" className="small">{upload.contentType}</td>
-                    <td data-label="Size">{formatBytes(upload.sizeBytes)}</td>
-                    <td data-label="Uploaded">
-                      <Time value={upload.createdAt} />
-                    </td>
-                    <td data-label="Kept until">
-                      <Time value={upload.expiresAt} />
-                    </td>
-                    <td>
-                      <ConfirmButton
-                        label="Delete"
-                        accessibleName={`Delete ${upload.fileName ?? upload.id}`}
-                        title={`Delete “${upload.fileName ?? upload.id}”?`}
-                        message={<p>Messages already sent keep the file; a message still waiting to be sent with it ends failed.</p>}
-                        confirmLabel="Delete file"
-                        onConfirm={async () => {
-                          await api(`/media/${upload.id}`, { method: 'DELETE' });
-                          await Promise.all([client.invalidateQueries({ queryKey: ['uploads'] }), client.invalidateQueries({ queryKey: ['account'] })]);
-                        }}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable caption="Uploaded files" columns={['File', 'Type', 'Size', 'Uploaded', 'Kept until']} actions>
+            {uploads.data.data.map((upload) => (
+              <tr key={upload.id} data-upload-id={upload.id}>
+                <th scope="row" data-label="File">
+                  <a href={browserUrl(upload.mediaUrl) ?? undefined} target="_blank" rel="noreferrer">
+                    {upload.fileName ?? upload.id}
+                  </a>
+                </th>
+                <td data-label="Type" className="small">{upload.contentType}</td>
+                <td data-label="Size">{formatBytes(upload.sizeBytes)}</td>
+                <td data-label="Uploaded">
+                  <Time value={upload.createdAt} />
+                </td>
+                <td data-label="Kept until">
+                  <Time value={upload.expiresAt} />
+                </td>
+                <td>
+                  <ConfirmButton
+                    label="Delete"
+                    accessibleName={`Delete ${upload.fileName ?? upload.id}`}
+                    title={`Delete “${upload.fileName ?? upload.id}”?`}
+                    message={<p>Messages already sent keep the file; a message still waiting to be sent with it ends failed.</p>}
+                    confirmLabel="Delete file"
+                    onConfirm={async () => {
+                      await api(`/media/${upload.id}`, { method: 'DELETE' });
+                      await Promise.all([client.invalidateQueries({ queryKey: ['uploads'] }), client.invalidateQueries({ queryKey: ['account'] })]);
+                    }}
+                  />
+                </td>
+              </tr>
+            ))}
+          </DataTable>
           <Pager label="Uploaded files" page={page} limit={uploads.data.meta.limit} total={uploads.data.meta.total} onPage={setPage} />
         </>
       ) : null}

@@ -3,7 +3,7 @@ import { useId, useState, type FormEvent } from 'react';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../../src/events/event-types';
 import { api, ApiError } from '../api';
 import type { Listing, One, Page, Webhook, WebhookDelivery, WebhookHealthState } from '../types';
-import { ConfirmButton, CopyButton, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
+import { ConfirmButton, CopyButton, DataTable, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
 
 const HEALTH_WORDS: Record<WebhookHealthState, string> = {
   HEALTHY: 'Its latest delivery attempt succeeded.',
@@ -273,65 +273,48 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
       <ErrorBox error={deliveries.error ?? retry.error ?? replay.error} />
       {deliveries.data && deliveries.data.data.length === 0 ? <p className="small muted">No deliveries yet. Send a test event to try the endpoint.</p> : null}
       {deliveries.data && deliveries.data.data.length > 0 ? (
-        <div className="table-wrap">
-          <table>
-            <caption className="visually-hidden">Deliveries, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
+        <DataTable caption="Deliveries, newest first" columns={['Event', 'Status', 'Attempts', 'Last answer', 'Created']} actions>
+          {deliveries.data.data.map((delivery) => {
+            const last = delivery.lastAttempts[0];
+            return (
+              <tr key={delivery.id} data-testid="delivery-row">
+                <td data-label="Event">
+                  <code>{delivery.eventType}</code>
+                  <div className="small muted">#{delivery.eventSeq}</div>
+                </td>
+                <td data-label="Status">
+                  <StatusBadge status={delivery.status} />
+                  {delivery.status === 'PENDING' && delivery.nextAttemptAt ? (
+                    <div className="small muted">
+                      next <Time value={delivery.nextAttemptAt} />
+                    </div>
+                  ) : null}
+                </td>
+                <td data-label="Attempts">{delivery.attempts}</td>
+                <td data-label="Last answer" className="small">
+                  {delivery.lastStatusCode !== null ? `HTTP ${delivery.lastStatusCode}` : delivery.lastError ?? '—'}
+                  {last ? <span className="muted"> · {last.latencyMs} ms</span> : null}
+                </td>
+                <td data-label="Created" className="nowrap">
+                  <Time value={delivery.createdAt} />
+                </td>
+                <td>
+                  {delivery.status !== 'PENDING' ? (
+                    <button
+                      type="button"
+                      className="button secondary small"
+                      disabled={retry.isPending}
+                      onClick={() => retry.mutate(delivery.id)}
+                      aria-label={`Retry now: ${delivery.eventType}${delivery.eventSeq !== null ? ` #${delivery.eventSeq}` : ''}`}
+                    >
+                      Retry now
+                    </button>
+                  ) : null}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {deliveries.data.data.map((delivery) => {
-                const last = delivery.lastAttempts[0];
-                return (
-                  <tr key={delivery.id} data-testid="delivery-row">
-                    <td data-label="Event">
-                      <code>{delivery.eventType}</code>
-                      <div className="small muted">#{delivery.eventSeq}</div>
-                    </td>
-                    <td data-label="Status">
-                      <StatusBadge status={delivery.status} />
-                      {delivery.status === 'PENDING' && delivery.nextAttemptAt ? (
-                        <div className="small muted">
-                          next <Time value={delivery.nextAttemptAt} />
-                        </div>
-                      ) : null}
-                    </td>
-                    <td data-label="Attempts">{delivery.attempts}</td>
-                    <td data-label="Last answer" className="small">
-                      {delivery.lastStatusCode !== null ? `HTTP ${delivery.lastStatusCode}` : delivery.lastError ?? '—'}
-                      {last ? <span className="muted"> · {last.latencyMs} ms</span> : null}
-                    </td>
-                    <td data-label="Created" className="nowrap">
-                      <Time value={delivery.createdAt} />
-                    </td>
-                    <td>
-                      {delivery.status !== 'PENDING' ? (
-                        <button
-                          type="button"
-                          className="button secondary small"
-                          disabled={retry.isPending}
-                          onClick={() => retry.mutate(delivery.id)}
-                          aria-label={`Retry now: ${delivery.eventType}${delivery.eventSeq !== null ? ` #${delivery.eventSeq}` : ''}`}
-                        >
-                          Retry now
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </DataTable>
       ) : null}
     </div>
   );
