@@ -4,6 +4,7 @@
  * software would), and saves a screenshot of every dashboard page at desktop (1280×800) and
  * phone (390×844) width into docs/screenshots/, and the Overview in dark mode too.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
@@ -21,8 +22,19 @@ const PEOPLE = [
   'Rina Marlina', 'Sari Wulandari', 'Taufik Hidayat', 'Umar Said', 'Vina Oktaviani', 'Wahyu Kurniawan', 'Yuni Astuti', 'Zainal Arifin',
 ];
 
+/**
+ * Whether fontconfig knows a font with emoji (📍, U+1F4CD): the pages show some (a location, a
+ * group, a poll, reactions), which Chromium draws as empty boxes without one. True where there is
+ * no fontconfig to ask.
+ */
+function emojiFontInstalled(): boolean {
+  const listed = spawnSync('fc-list', [':charset=1f4cd', 'family'], { encoding: 'utf8' });
+  return listed.error !== undefined || listed.stdout.trim() !== '';
+}
+
 async function main(): Promise<void> {
   if (!chromiumAvailable()) throw new Error(`Chromium is missing at ${CHROMIUM_PATH} (apt-get install -y chromium)`);
+  if (!emojiFontInstalled()) throw new Error('No emoji font is installed, so the pictures would show empty boxes for emoji (apt-get install -y fonts-noto-color-emoji)');
   await ensureDashboardBuilt();
   const database = await openDatabase({ dataDir: 'memory://' });
   await runMigrations(database);
