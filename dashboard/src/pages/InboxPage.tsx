@@ -306,7 +306,7 @@ function ReplyBox({ chatId, deviceId, group }: { chatId: string; deviceId: strin
       {attach ? <UploadField upload={upload} mediaUrl={mediaUrl} type={mediaType} /> : null}
       <div className="row">
         <button type="button" className="button secondary small" aria-pressed={attach} onClick={() => setAttach(!attach)} title="Attach a file: upload it, or give its URL">
-          {/* An SVG, not the 📎 emoji: a machine without an emoji font shows that as an empty box. Feather's paperclip (MIT). */}
+          {/* Drawn here rather than an emoji, so it shows on a machine without an emoji font. Feather's paperclip (MIT). */}
           <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true" focusable="false" fill="none" stroke="currentColor" strokeWidth="2" strokeLinecap="round" strokeLinejoin="round">
             <path d="M21.44 11.05l-9.19 9.19a6 6 0 0 1-8.49-8.49l9.19-9.19a4 4 0 0 1 5.66 5.66l-9.2 9.19a2 2 0 0 1-2.83-2.83l8.49-8.48" />
           </svg>
