@@ -13,14 +13,12 @@
  * the issue to its test is in docs/dashboard.md. A failing test leaves a screenshot in
  * test-results/browser/.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDatabase } from '../helpers.js';
 import { newId } from '../../src/platform/ids.js';
 import { WhatsAppStore } from '../../src/network/whatsapp/whatsapp-store.js';
-import { chromiumForTests, ensureDashboardBuilt, openBrowserPage, screenshotOnFailure, SCREENSHOTS, startDashboardServer, type Browser, type DashboardServer } from './support.js';
+import { chromiumForTests, ensureDashboardBuilt, openBrowserPage, saveScreenshot, screenshotOnFailure, startDashboardServer, type Browser, type DashboardServer } from './support.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -256,8 +254,7 @@ describe.skipIf(!available)('dashboard of #17 in Chromium', () => {
       await eventually(() => page.evaluate(() => (globalThis as unknown as { document: { documentElement: { dataset: { theme?: string } } } }).document.documentElement.dataset.theme)).toBe('dark');
       await eventually(background, { message: width }).toBe(DARK);
       await page.locator('.chart canvas').first().waitFor();
-      fs.mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: path.join(SCREENSHOTS, `overview-dark-${width}.png`), fullPage: true });
+      await saveScreenshot(page, `overview-dark-${width}`);
 
       await page.emulateMedia({ colorScheme: 'light' });
       await eventually(background).toBe(LIGHT);

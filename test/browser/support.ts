@@ -138,15 +138,18 @@ export async function openBrowserPage(viewport?: { width: number; height: number
   return { browser, page };
 }
 
-/** Where a browser test leaves its screenshots: test-results/browser/ (ignored by git). */
-export const SCREENSHOTS = path.resolve('test-results/browser');
+/** Where a browser test leaves its screenshots (ignored by git). */
+const SCREENSHOTS = path.resolve('test-results/browser');
 
-/** Called in a test: should it fail, a full-page screenshot of `page` as it was, in SCREENSHOTS/<name>.png. */
+/** A full-page screenshot of `page` as it is now, in test-results/browser/<name>.png. */
+export async function saveScreenshot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Called in a test: should it fail, saveScreenshot of `page` as it was then. */
 export function screenshotOnFailure(page: Page, name: string): void {
-  onTestFailed(async () => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }).catch(() => undefined);
-  });
+  onTestFailed(() => saveScreenshot(page, name).catch(() => undefined));
 }
 
 /** The public API of a test server as one account (its `x-api-key`); a non-2xx answer throws with its body. */
