@@ -358,3 +358,36 @@ export function Loading({ what }: { what: string }) {
 export function Empty({ children }: { children: ReactNode }) {
   return <div className="empty">{children}</div>;
 }
+
+interface QueryLike<T> {
+  isPending: boolean;
+  error: unknown;
+  data?: T | undefined;
+}
+
+/** A page of a list, as every listing route answers it. */
+interface ListPage {
+  data: readonly unknown[];
+  meta?: { readonly [key: string]: unknown };
+}
+
+type QueryStatusProps = { what: string; errorTitle?: string } & (
+  | { query: QueryLike<unknown>; empty?: undefined }
+  | { query: QueryLike<ListPage>; empty: ReactNode }
+);
+
+/**
+ * What a page shows of a query besides its content: that it loads, why it failed, and for a list
+ * (`empty` given) that its page is empty. An empty page with a next cursor is not the end of the
+ * list (a filter read as far as it may and found nothing there), so it says so instead of `empty`.
+ */
+export function QueryStatus({ query, what, errorTitle, empty }: QueryStatusProps) {
+  const page = empty === undefined ? undefined : (query.data as ListPage | undefined);
+  return (
+    <>
+      {query.isPending ? <Loading what={what} /> : null}
+      <ErrorBox error={query.error} title={errorTitle} />
+      {page && page.data.length === 0 ? <Empty>{typeof page.meta?.nextCursor === 'string' ? `None among these ${what}; Next looks at older ones.` : empty}</Empty> : null}
+    </>
+  );
+}

@@ -4,7 +4,7 @@ import { NavLink } from 'react-router';
 import { api, ApiError } from '../api';
 import { useSession } from '../session';
 import type { One, Token } from '../types';
-import { ConfirmButton, CopyButton, DataTable, Empty, ErrorBox, Field, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { ConfirmButton, CopyButton, DataTable, ErrorBox, Field, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 
 function tokenState(token: Token): string {
   if (token.revokedAt) return 'REVOKED';
@@ -48,9 +48,7 @@ export function ApiAccessPage() {
           }}
         />
       ) : null}
-      {tokens.isPending ? <Loading what="tokens" /> : null}
-      <ErrorBox error={tokens.error} />
-      {tokens.data && tokens.data.data.length === 0 ? <Empty>No tokens yet.</Empty> : null}
+      <QueryStatus query={tokens} what="tokens" empty="No tokens yet." />
       {tokens.data && tokens.data.data.length > 0 ? (
         <DataTable caption="API tokens" columns={['Name', 'Token', 'Scopes', 'Created', 'Last used', 'Expires', 'State']} actions>
           {tokens.data.data.map((token) => (

@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api';
 import type { BulkJob, Listing } from '../types';
-import { ConfirmButton, Empty, ErrorBox, Loading, PageHeader, Pager, Time, useCursorPages } from '../ui';
+import { ConfirmButton, PageHeader, Pager, QueryStatus, Time, useCursorPages } from '../ui';
 import { ACTIVE_JOB, JobBar } from './JobProgress';
 
 export function BulkJobsPage() {
@@ -28,15 +28,11 @@ export function BulkJobsPage() {
           ))}
         </select>
       </div>
-      {jobs.isPending ? <Loading what="bulk jobs" /> : null}
-      <ErrorBox error={jobs.error} />
-      {jobs.data && jobs.data.data.length === 0 ? (
-        jobs.data.meta.nextCursor ? (
-          <Empty>None among these jobs; Next looks at older ones.</Empty>
-        ) : (
-          <Empty>No bulk jobs{status ? ` with status ${status}` : ''}. Send to more than 10 numbers, or to a group, to start one.</Empty>
-        )
-      ) : null}
+      <QueryStatus
+        query={jobs}
+        what="bulk jobs"
+        empty={`No bulk jobs${status ? ` with status ${status}` : ''}. Send to more than 10 numbers, or to a group, to start one.`}
+      />
       <ul className="job-list">
         {jobs.data?.data.map((job) => (
           <li key={job.id} className="card">

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api';
 import type { Contact, ImportReport, One, Page } from '../types';
-import { ConfirmButton, DataTable, Empty, ErrorBox, Field, formatPhone, Loading, Notice, PageHeader, Pager, Time } from '../ui';
+import { ConfirmButton, DataTable, ErrorBox, Field, formatPhone, Notice, PageHeader, Pager, QueryStatus, Time } from '../ui';
 
 const LIMIT = 25;
 
@@ -51,9 +51,7 @@ export function ContactsPage() {
           {contacts.data ? `${contacts.data.meta.total.toLocaleString()} contact${contacts.data.meta.total === 1 ? '' : 's'}${query ? ` match “${query}”` : ''}` : ''}
         </span>
       </div>
-      {contacts.isPending ? <Loading what="contacts" /> : null}
-      <ErrorBox error={contacts.error} />
-      {contacts.data && contacts.data.data.length === 0 ? <Empty>{query ? 'No contact matches.' : 'No contacts yet. Add one, or import a CSV file.'}</Empty> : null}
+      <QueryStatus query={contacts} what="contacts" empty={query ? 'No contact matches.' : 'No contacts yet. Add one, or import a CSV file.'} />
       {contacts.data && contacts.data.data.length > 0 ? (
         <DataTable caption="Contacts" columns={['Name', 'Phone number', 'Added']} actions>
           {contacts.data.data.map((contact) => (

@@ -4,7 +4,7 @@ import { api, ApiError } from '../api';
 import { useLive } from '../live';
 import { useSession } from '../session';
 import type { Device, DeviceQr, One, Page } from '../types';
-import { ConfirmButton, Empty, ErrorBox, Field, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { ConfirmButton, ErrorBox, Field, formatPhone, Loading, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 
 const STATUS_HELP: Record<Device['status'], string> = {
   PENDING: 'Waiting for the phone to scan the QR code.',
@@ -57,9 +57,7 @@ export function DevicesPage() {
             ? 'Live: status changes appear here as they happen.'
             : 'Connecting to live updates…'}
       </p>
-      {devices.isPending ? <Loading what="devices" /> : null}
-      <ErrorBox error={devices.error} />
-      {devices.data && devices.data.data.length === 0 ? <Empty>No devices yet. Add one to link your first number.</Empty> : null}
+      <QueryStatus query={devices} what="devices" empty="No devices yet. Add one to link your first number." />
       <ul className="device-list">
         {devices.data?.data.map((device) => (
           <li key={device.id}>

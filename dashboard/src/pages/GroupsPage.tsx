@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { Link, NavLink, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api';
 import type { Contact, Group, Member, One, Page } from '../types';
-import { ConfirmButton, Empty, ErrorBox, Field, formatPhone, Loading, PageHeader, Pager, Time } from '../ui';
+import { ConfirmButton, Empty, ErrorBox, Field, formatPhone, Loading, PageHeader, Pager, QueryStatus, Time } from '../ui';
 
 export function GroupsPage() {
   const { groupId } = useParams();
@@ -42,9 +42,8 @@ export function GroupsPage() {
               Create
             </button>
           </form>
-          {groups.isPending ? <Loading what="groups" /> : null}
-          <ErrorBox error={groups.error ?? create.error} />
-          {groups.data && groups.data.data.length === 0 ? <Empty>No groups yet.</Empty> : null}
+          <QueryStatus query={groups} what="groups" empty="No groups yet." />
+          <ErrorBox error={create.error} />
           <ul className="list-nav" aria-label="Groups">
             {groups.data?.data.map((group) => (
               <li key={group.id}>
@@ -149,7 +148,7 @@ function GroupDetail({ groupId }: { groupId: string }) {
       <AddMembers groupId={groupId} />
       <ErrorBox error={remove.error} />
       <h3>Members</h3>
-      {members.data && members.data.data.length === 0 ? <Empty>No members yet: add contacts above.</Empty> : null}
+      <QueryStatus query={members} what="members" empty="No members yet: add contacts above." />
       <ul className="member-list">
         {members.data?.data.map((member) => (
           <li key={member.id} className="row between">

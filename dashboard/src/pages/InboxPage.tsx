@@ -11,7 +11,7 @@ import { useSearchParams } from 'react-router';
 import { api, ApiError, errorMessage } from '../api';
 import { useContactPresence } from '../live';
 import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
-import { Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { Empty, ErrorBox, formatPhone, Loading, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
 import { UploadField, useUpload } from '../upload';
 
@@ -104,8 +104,7 @@ export function InboxPage() {
               </select>
             </div>
           ) : null}
-          {chats.isPending ? <Loading what="chats" /> : null}
-          <ErrorBox error={chats.error} />
+          <QueryStatus query={chats} what="chats" />
           {chats.data && all.length === 0 ? <Empty>No conversations yet. Messages you send and receive show up here.</Empty> : null}
           <ul className="plain chat-list">
             {all.map((chat) => {

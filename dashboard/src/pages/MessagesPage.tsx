@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../api';
 import type { Listing, Message } from '../types';
-import { ConfirmButton, DataTable, Empty, ErrorBox, formatPhone, Loading, PageHeader, Pager, StatusBadge, Time, useCursorPages } from '../ui';
+import { ConfirmButton, DataTable, formatPhone, PageHeader, Pager, QueryStatus, StatusBadge, Time, useCursorPages } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, Quote, Reactions, reactionsByTarget } from '../message-view';
 
 const STATUSES = ['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'];
@@ -61,11 +61,7 @@ export function MessagesPage() {
           Filter
         </button>
       </form>
-      {messages.isPending ? <Loading what="messages" /> : null}
-      <ErrorBox error={messages.error} />
-      {messages.data && messages.data.data.length === 0 ? (
-        <Empty>{messages.data.meta.nextCursor ? 'None among these messages; Next looks at older ones.' : 'No messages match.'}</Empty>
-      ) : null}
+      <QueryStatus query={messages} what="messages" empty="No messages match." />
       {messages.data && messages.data.data.length > 0 ? (
         <DataTable caption="Messages" columns={['To / from', 'Message', 'Status', 'Created']} actions>
           {messages.data.data.map((message) => (

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { DailyChart, type ChartSeries } from '../charts';
 import { useLive } from '../live';
 import type { Overview } from '../types';
-import { DataTable, Empty, ErrorBox, formatPhone, Loading, PageHeader, StatusBadge, Time } from '../ui';
+import { DataTable, Empty, formatPhone, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 
 const PERIODS = [7, 30, 90] as const;
 const OUTCOMES = [
@@ -43,8 +43,7 @@ export function OverviewPage() {
           </fieldset>
         }
       />
-      {overview.isPending ? <Loading what="the overview" /> : null}
-      <ErrorBox error={overview.error} title="Could not load the overview." />
+      <QueryStatus query={overview} what="the overview" errorTitle="Could not load the overview." />
       {data ? <OverviewBody data={data} /> : null}
     </section>
   );

@@ -3,7 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
 import { browserUrl } from '../message-view';
 import type { AccountSummary, One, Page, Upload } from '../types';
-import { ConfirmButton, DataTable, Empty, ErrorBox, formatBytes, Loading, PageHeader, Pager, Time } from '../ui';
+import { ConfirmButton, DataTable, formatBytes, PageHeader, Pager, QueryStatus, Time } from '../ui';
 
 export function PlanPage() {
   const account = useQuery({ queryKey: ['account'], queryFn: () => api<One<AccountSummary>>('/account'), refetchInterval: 15_000 });
@@ -13,8 +13,7 @@ export function PlanPage() {
   return (
     <section>
       <PageHeader title="Plan and usage" description="What your plan includes and how much of this period's quota is used." />
-      {account.isPending ? <Loading what="your plan" /> : null}
-      <ErrorBox error={account.error} />
+      <QueryStatus query={account} what="your plan" />
       {summary ? (
         <>
           <div className="card">
@@ -94,9 +93,7 @@ function UploadedFiles() {
     <div className="card">
       <h2>Uploaded files</h2>
       <p className="small muted">Files uploaded to send, kept until they are deleted or pruned. Deleting one makes room; messages already sent keep it.</p>
-      {uploads.isPending ? <Loading what="your uploaded files" /> : null}
-      <ErrorBox error={uploads.error} />
-      {uploads.data && uploads.data.data.length === 0 ? <Empty>No uploaded files.</Empty> : null}
+      <QueryStatus query={uploads} what="your uploaded files" empty="No uploaded files." />
       {uploads.data && uploads.data.data.length > 0 ? (
         <>
           <DataTable caption="Uploaded files" columns={['File', 'Type', 'Size', 'Uploaded', 'Kept until']} actions>
