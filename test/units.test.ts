@@ -8,6 +8,8 @@ import { deleteDecision, editContentProblem, editRefusal } from '../src/messagin
 import { MESSAGE_WINDOWS } from '../src/network/network.js';
 import { newId } from '../src/platform/ids.js';
 import { redactUrl } from '../src/http/redact.js';
+import { alongSchedule, CONNECT_BACKOFF_MS, doubling, jittered } from '../src/platform/backoff.js';
+import { retryDelayMs } from '../src/messaging/message-queue.js';
 
 describe('config', () => {
   it('has the documented defaults', () => {
@@ -116,6 +118,33 @@ describe('edit and delete windows (message-actions.ts)', () => {
     expect(editContentProblem('TEXT', ' ')).toBe('must not be empty');
     expect(editContentProblem('IMAGE', 'x'.repeat(1025))).toMatch(/1024/);
     expect(editContentProblem('TEXT', 'x'.repeat(1025))).toBeUndefined();
+  });
+});
+
+describe('backoff (platform/backoff.ts)', () => {
+  it('walks a schedule by failures in a row, repeating its last wait', () => {
+    expect([0, 1, 2, 6, 7, 100].map((n) => alongSchedule(CONNECT_BACKOFF_MS, n))).toEqual([1_000, 1_000, 2_000, 60_000, 60_000, 60_000]);
+    expect(alongSchedule([5, 15], 3)).toBe(15);
+  });
+
+  it('doubles from the first wait up to the cap', () => {
+    expect([1, 2, 3, 4].map((attempt) => doubling(attempt, 1_000, 300_000))).toEqual([1_000, 2_000, 4_000, 8_000]);
+    expect(doubling(10, 1_000, 300_000)).toBe(300_000);
+    expect(doubling(0, 1_000, 300_000)).toBe(1_000);
+  });
+
+  it('spreads a wait over ±20% by default, and a message retry is 1 s doubling, capped at 5 min, spread so', () => {
+    const spread = Array.from({ length: 2_000 }, () => jittered(10_000));
+    expect(Math.min(...spread)).toBeGreaterThanOrEqual(8_000);
+    expect(Math.max(...spread)).toBeLessThanOrEqual(12_000);
+    // Not one value: 2,000 draws all equal would mean no spread at all.
+    expect(new Set(spread).size).toBeGreaterThan(100);
+    for (let i = 0; i < 200; i++) {
+      expect(retryDelayMs(3)).toBeGreaterThanOrEqual(3_200);
+      expect(retryDelayMs(3)).toBeLessThanOrEqual(4_800);
+      expect(retryDelayMs(20)).toBeLessThanOrEqual(360_000);
+      expect(jittered(1_000, 0)).toBe(1_000);
+    }
   });
 });
 

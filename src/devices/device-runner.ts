@@ -18,6 +18,7 @@ import type { IncomingMediaReceiver, ReceivedMedia } from '../media/incoming-med
 import { kindOf, type ClaimedMessage } from '../messaging/message-store.js';
 import { PRIORITY } from '../messaging/message-model.js';
 import { advance } from './device-states.js';
+import { alongSchedule, CONNECT_BACKOFF_MS } from '../platform/backoff.js';
 import type { DeviceStore } from './device-store.js';
 import type { ConversationWorker } from '../conversations/conversation-worker.js';
 
@@ -64,7 +65,6 @@ const ACTIONS_IDLE_MS = 30_000;
 const DIRECT_PIPELINES = 2;
 /** Paced hand-overs of a device whose outcome writes may run at once (see sendPaced). */
 const PACED_WRITES = 4;
-const RECONNECT_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
 
 export class DeviceRunner {
   private session: NetworkSession | undefined;
@@ -294,8 +294,8 @@ export class DeviceRunner {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.halted || this.reconnectTimer) return;
-    const delay = RECONNECT_BACKOFF_MS[Math.min(this.reconnectAttempt, RECONNECT_BACKOFF_MS.length - 1)]!;
     this.reconnectAttempt++;
+    const delay = alongSchedule(CONNECT_BACKOFF_MS, this.reconnectAttempt);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       if (this.stopped || this.halted || this.status !== 'DISCONNECTED') return;

@@ -9,6 +9,7 @@ import type { Receipt } from '../network/network.js';
 import { messageFailures, messageTransitions } from '../platform/metrics.js';
 import { workBudget } from '../platform/work-budget.js';
 import { BatchPump } from '../platform/batch-pump.js';
+import { doubling, jittered } from '../platform/backoff.js';
 import { PRIORITY, type MessageRow } from './message-model.js';
 import * as messages from './message-store.js';
 import * as queue from './queue-store.js';
@@ -42,8 +43,7 @@ const HANDED_OVER_KEPT = 100_000;
 
 /** Backoff for transient failures: 1 s, 2 s, 4 s … capped at 5 min, with ±20% jitter. */
 export function retryDelayMs(attempt: number): number {
-  const base = Math.min(300_000, 1000 * 2 ** Math.max(0, attempt - 1));
-  return Math.round(base * (0.8 + Math.random() * 0.4));
+  return jittered(doubling(attempt, 1_000, 300_000));
 }
 
 /** Sorts the network's answers: sent, failed for good (permanent, or out of attempts), or to retry later. */

@@ -25,6 +25,7 @@ import type { Logger } from 'pino';
 import type { WhatsAppConfig } from '../../config.js';
 import type { Bus } from '../../platform/bus.js';
 import type { Database } from '../../platform/database.js';
+import { alongSchedule, CONNECT_BACKOFF_MS, jittered } from '../../platform/backoff.js';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { MediaDownloadError } from '../network.js';
@@ -92,8 +93,6 @@ import { WarmupPolicy } from './warmup.js';
 import { WhatsAppStore } from './whatsapp-store.js';
 import { CONTACT_PRESENCE, GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, subscribePresence, toGroupInfo } from './groups.js';
 
-/** Backoff of the session's own retries while a device is being linked. */
-const LINKING_BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
 /**
  * A connection that closes soon after it opened (a "flap") resets the runner's backoff, because
  * the runner saw it connect; so reconnect() itself waits this long after consecutive flaps.
@@ -181,7 +180,7 @@ export class WhatsAppSession implements NetworkSession {
   /** Stopped (see the header): no socket until reconnect() or a pairing request. */
   private stopped: { code: string; message: string } | undefined;
   private readonly warned = new Map<string, number>();
-  private readonly backoff: number[];
+  private readonly backoff: readonly number[];
   private openedAt = 0;
   private flaps = 0;
   private flapTimer: { timer: NodeJS.Timeout; done(): void } | undefined;
@@ -199,7 +198,7 @@ export class WhatsAppSession implements NetworkSession {
     this.log = options.log.child({ component: 'whatsapp', deviceId: device.id });
     this.reported = device.status === 'CONNECTED' || device.status === 'DISCONNECTED';
     this.bulkPolicy = new WarmupPolicy(options.database, device.id, options.config.warmupDailyCaps);
-    this.backoff = options.linkingBackoffMs ?? LINKING_BACKOFF_MS;
+    this.backoff = options.linkingBackoffMs ?? CONNECT_BACKOFF_MS;
   }
 
   /**
@@ -522,16 +521,16 @@ export class WhatsAppSession implements NetworkSession {
       this.linkingFailures = 0;
       delay = QR_CYCLE_PAUSE_MS;
     } else {
-      delay = this.backoff[Math.min(this.linkingFailures, this.backoff.length - 1)]!;
       this.linkingFailures++;
+      delay = alongSchedule(this.backoff, this.linkingFailures);
     }
-    const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
-    this.log.info({ retryInMs: jittered, failures: this.linkingFailures }, 'WhatsApp link: connecting again later');
+    const retryInMs = jittered(delay);
+    this.log.info({ retryInMs, failures: this.linkingFailures }, 'WhatsApp link: connecting again later');
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.connect();
-    }, jittered);
+    }, retryInMs);
     this.retryTimer.unref();
   }
 
@@ -1112,8 +1111,7 @@ export class WhatsAppSession implements NetworkSession {
     if (!this.linked && this.retryTimer) return; // linking retries on its own schedule
     await this.unstop();
     if (this.flaps > 0) {
-      const delays = this.options.flapBackoffMs ?? FLAP_BACKOFF_MS;
-      const delay = delays[Math.min(this.flaps - 1, delays.length - 1)]!;
+      const delay = alongSchedule(this.options.flapBackoffMs ?? FLAP_BACKOFF_MS, this.flaps);
       this.log.warn({ flaps: this.flaps, delayMs: delay }, 'the WhatsApp connection keeps closing soon after it opens; waiting before reconnecting');
       await new Promise<void>((resolve) => {
         const done = (): void => {
