@@ -3,6 +3,7 @@ import Type, { type TSchema } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
 import { DateTime } from '../platform/record-schema.js';
 import { ContactCardSchema, LocationSchema } from '../messaging/message-record.js';
+import { MAX_MENTIONS } from '../messaging/message-kinds.js';
 
 /** Handlers return Date objects (or the ISO string); the serialiser writes them as ISO 8601 UTC with milliseconds. */
 export const Timestamp = Type.Unsafe<Date | string>(DateTime);
@@ -115,5 +116,5 @@ export const KindBodyFields = {
     ),
   ),
   replyTo: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds)" })),
-  mentions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: 1024, description: 'Any type but REACTION: phone numbers mentioned' })),
+  mentions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: MAX_MENTIONS, description: 'Any type but REACTION: phone numbers mentioned' })),
 };

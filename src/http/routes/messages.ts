@@ -5,6 +5,7 @@ import type { BulkJobService, MessageService } from '../../messaging/send-servic
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
 import { errorResponses, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
+import { MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-actions.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
 const MessageStatus = MessageStatusSchema;
@@ -21,7 +22,7 @@ const SendBody = Type.Object(
     }),
     content: Type.Optional(
       Type.String({
-        maxLength: 4096,
+        maxLength: MAX_TEXT_LENGTH,
         description:
           'Required for TEXT, IMAGE, VIDEO, DOCUMENT. Text for TEXT; caption for IMAGE, VIDEO, DOCUMENT (unless caption is given); the question of a POLL; ' +
           "a LOCATION's comment; empty or absent for AUDIO, STICKER, CONTACT, REACTION",
@@ -37,7 +38,7 @@ const SendBody = Type.Object(
     chatIds: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'WhatsApp group chats (<digits>@g.us, see GET /chats): each is one recipient' }),
     ),
-    caption: Type.Optional(Type.String({ maxLength: 1024 })),
+    caption: Type.Optional(Type.String({ maxLength: MAX_CAPTION_LENGTH })),
     scheduledAt: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 date-time with a timezone; at most 365 days ahead' })),
     deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   },
@@ -206,7 +207,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
           'and the device hands the edit to the network. Not counted against the plan.',
         params: IdParams,
         body: Type.Object(
-          { content: Type.String({ minLength: 1, maxLength: 4096, description: 'The new text (at most 4096 characters) or caption (at most 1024)' }) },
+          { content: Type.String({ minLength: 1, maxLength: MAX_TEXT_LENGTH, description: `The new text (at most ${MAX_TEXT_LENGTH} characters) or caption (at most ${MAX_CAPTION_LENGTH})` }) },
           { additionalProperties: false },
         ),
         response: { 200: successData(MessageSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'NOT_EDITABLE') },

@@ -8,7 +8,7 @@ import { normalizeChatId } from '../../conversations/chat-ids.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
 import { checkKind, referenceProblem, type KindInput } from '../../messaging/message-kinds.js';
 import { getMessage, getReferenced } from '../../messaging/message-store.js';
-import { deleteDecision, editContentProblem, editRefusal } from '../../messaging/message-actions.js';
+import { deleteDecision, editContentProblem, editRefusal, MAX_TEXT_LENGTH } from '../../messaging/message-actions.js';
 import type { MessageType } from '../../network/network.js';
 import type { FieldError } from '../../platform/errors.js';
 import { DeviceStore } from '../../devices/device-store.js';
@@ -240,7 +240,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             deviceId: Type.String({ minLength: 1, maxLength: 100 }),
             from: Phone,
             type: Type.Optional(MessageTypeSchema),
-            content: Type.String({ maxLength: 4096 }),
+            content: Type.String({ maxLength: MAX_TEXT_LENGTH }),
             mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
             ...KindBodyFields,
             group: Type.Optional(
@@ -265,7 +265,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             ),
             edit: Type.Optional(
               Type.Object(
-                { messageId: Type.String({ minLength: 1, maxLength: 100 }), content: Type.String({ maxLength: 4096, description: 'The new text or caption' }) },
+                { messageId: Type.String({ minLength: 1, maxLength: 100 }), content: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'The new text or caption' }) },
                 {
                   additionalProperties: false,
                   description: 'Play the sender editing a message they sent the device (within 15 minutes of it, else 409 NOT_EDITABLE; give no type and content "")',
