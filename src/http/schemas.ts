@@ -3,7 +3,7 @@ import Type, { type TSchema } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
 import { DateTime } from '../platform/record-schema.js';
 import { ContactCardSchema, LocationSchema } from '../messaging/message-record.js';
-import { MAX_MENTIONS } from '../messaging/message-kinds.js';
+import { MAX_CONTACTS, MAX_EMOJI_LENGTH, MAX_MENTIONS, MAX_POLL_QUESTION, POLL_OPTIONS } from '../messaging/message-limits.js';
 
 /** Handlers return Date objects (or the ISO string); the serialiser writes them as ISO 8601 UTC with milliseconds. */
 export const Timestamp = Type.Unsafe<Date | string>(DateTime);
@@ -96,22 +96,22 @@ export const KindBodyFields = {
   contacts: Type.Optional(
     Type.Array(Type.Object(ContactCardSchema.properties, { additionalProperties: false }), {
       minItems: 1,
-      maxItems: 10,
-      description: 'CONTACT: 1–10 cards; the server builds the vCards',
+      maxItems: MAX_CONTACTS,
+      description: `CONTACT: 1–${MAX_CONTACTS} cards; the server builds the vCards`,
     }),
   ),
   poll: Type.Optional(
     Type.Object(
       {
-        options: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 2, maxItems: 12, description: 'Unique' }),
+        options: Type.Array(Type.String({ minLength: 1, maxLength: POLL_OPTIONS.maxLength }), { minItems: POLL_OPTIONS.min, maxItems: POLL_OPTIONS.max, description: 'Unique' }),
         multiple: Type.Optional(Type.Boolean({ description: 'Voters may pick more than one option (default false)' })),
       },
-      { additionalProperties: false, description: 'POLL: the options (`content` is the question, at most 255 characters)' },
+      { additionalProperties: false, description: `POLL: the options (\`content\` is the question, at most ${MAX_POLL_QUESTION} characters)` },
     ),
   ),
   reaction: Type.Optional(
     Type.Object(
-      { messageId: Type.String({ minLength: 1, maxLength: 100 }), emoji: Type.String({ maxLength: 16, description: '"" removes the reaction' }) },
+      { messageId: Type.String({ minLength: 1, maxLength: 100 }), emoji: Type.String({ maxLength: MAX_EMOJI_LENGTH, description: '"" removes the reaction' }) },
       { additionalProperties: false, description: 'REACTION: the emoji on a message of the account in the same chat' },
     ),
   ),

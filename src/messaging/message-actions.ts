@@ -8,11 +8,10 @@
 import { MESSAGE_WINDOWS, withinWindow, type MessageType } from '../network/network.js';
 import type { MessageStatus } from './message-model.js';
 import { CANCELLABLE_STATUSES } from './message-states.js';
+import { MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from './message-limits.js';
 
 /** The text of a TEXT message and the caption of these: what an edit may change. */
 export const EDITABLE_TYPES: readonly MessageType[] = ['TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT'];
-export const MAX_TEXT_LENGTH = 4096;
-export const MAX_CAPTION_LENGTH = 1024;
 /** Statuses of a message the network has taken. */
 const SENT_STATUSES: readonly MessageStatus[] = ['SENT', 'DELIVERED', 'READ', 'RECEIVED'];
 

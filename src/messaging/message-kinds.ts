@@ -8,11 +8,7 @@ import { normalizePhone } from '../platform/phone.js';
 import type { ContactCard, Location, MessageType } from '../network/network.js';
 import type { KindPayload, MessageRow } from './message-model.js';
 
-export const MAX_CONTACTS = 10;
-export const MAX_MENTIONS = 1024;
-export const POLL_OPTIONS = { min: 2, max: 12, maxLength: 100 } as const;
-export const MAX_POLL_QUESTION = 255;
-export const MAX_EMOJI_LENGTH = 16;
+import { MAX_CONTACTS, MAX_EMOJI_LENGTH, MAX_MENTIONS, POLL_OPTIONS } from './message-limits.js';
 
 /** The kind fields of a request body, as the route's schema shaped them. */
 export interface KindInput {

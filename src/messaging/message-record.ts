@@ -17,6 +17,7 @@
  */
 import Type, { type Static } from 'typebox';
 import { DateTime, NullableDateTime, type Jsonified } from '../platform/record-schema.js';
+import { MAX_ADDRESS_LENGTH, MAX_NAME_LENGTH } from './message-limits.js';
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 export const MessageStatusSchema = Type.Enum(['SCHEDULED', 'QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'RECEIVED'], { type: 'string', title: 'MessageStatus' });
@@ -48,13 +49,13 @@ export const IncomingMediaSchema = Type.Object(
 export const LocationSchema = Type.Object({
   latitude: Type.Number({ minimum: -90, maximum: 90 }),
   longitude: Type.Number({ minimum: -180, maximum: 180 }),
-  name: Type.Optional(Type.String({ maxLength: 256 })),
-  address: Type.Optional(Type.String({ maxLength: 512 })),
+  name: Type.Optional(Type.String({ maxLength: MAX_NAME_LENGTH })),
+  address: Type.Optional(Type.String({ maxLength: MAX_ADDRESS_LENGTH })),
 }, { title: 'Location' });
 
 /** One card of a CONTACT message (the vCard is built from it). */
 export const ContactCardSchema = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 256 }),
+  name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH }),
   phoneNumber: Type.String({ minLength: 1, maxLength: 40, description: 'E.164, as digits' }),
 }, { title: 'ContactCard' });
 

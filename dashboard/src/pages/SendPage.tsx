@@ -1,6 +1,7 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useRef, useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
+import { MAX_ADDRESS_LENGTH, MAX_CAPTION_LENGTH, MAX_CONTACTS, MAX_NAME_LENGTH, MAX_POLL_QUESTION, MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../../src/messaging/message-limits';
 import { api, ApiError } from '../api';
 import { lineOfRecipient, numberProblem, readNumbers } from '../recipients';
 import type { Device, Group, Message, One, Page, SendResult } from '../types';
@@ -123,13 +124,13 @@ function draftProblems(type: SendType, draft: Draft): string[] {
   }
   if (type === 'CONTACT') {
     const cards = readCards(draft.contactCards);
-    if (cards.length === 0 || cards.length > 10) problems.push('Give 1 to 10 contact cards, one per line.');
+    if (cards.length === 0 || cards.length > MAX_CONTACTS) problems.push(`Give 1 to ${MAX_CONTACTS} contact cards, one per line.`);
     for (const card of cards) if (card.problem) problems.push(`Card on line ${card.line}: ${card.problem}.`);
   }
   if (type === 'POLL') {
     const options = pollOptionsOf(draft.pollOptions);
     if (!draft.content.trim()) problems.push('Write the poll’s question.');
-    if (options.length < 2 || options.length > 12) problems.push('Give 2 to 12 options, one per line.');
+    if (options.length < POLL_OPTIONS.min || options.length > POLL_OPTIONS.max) problems.push(`Give ${POLL_OPTIONS.min} to ${POLL_OPTIONS.max} options, one per line.`);
     if (new Set(options).size !== options.length) problems.push('Each option must be different.');
   }
   return problems;
@@ -172,6 +173,7 @@ export function SendPage() {
   const confirmDialog = useRef<HTMLDialogElement>(null);
 
   const numbers = readNumbers(draft.numbers);
+  const contentLimit = type === 'TEXT' ? MAX_TEXT_LENGTH : type === 'POLL' ? MAX_POLL_QUESTION : MAX_CAPTION_LENGTH;
   const badLines = numbers.lines.filter((line) => line.problem);
   const upload = useUpload((uploaded) => set('mediaUrl', uploaded.mediaUrl));
   const send = useMutation({
@@ -272,8 +274,8 @@ export function SendPage() {
             <Field label="Longitude" hint="−180 to 180, e.g. 106.8456">
               {(props) => <input {...props} inputMode="decimal" value={draft.longitude} onChange={(e) => set('longitude', e.target.value)} />}
             </Field>
-            <Field label="Place name (optional)">{(props) => <input {...props} maxLength={256} value={draft.placeName} onChange={(e) => set('placeName', e.target.value)} />}</Field>
-            <Field label="Address (optional)">{(props) => <input {...props} maxLength={512} value={draft.address} onChange={(e) => set('address', e.target.value)} />}</Field>
+            <Field label="Place name (optional)">{(props) => <input {...props} maxLength={MAX_NAME_LENGTH} value={draft.placeName} onChange={(e) => set('placeName', e.target.value)} />}</Field>
+            <Field label="Address (optional)">{(props) => <input {...props} maxLength={MAX_ADDRESS_LENGTH} value={draft.address} onChange={(e) => set('address', e.target.value)} />}</Field>
           </div>
         ) : null}
         {type === 'CONTACT' ? (
@@ -286,13 +288,13 @@ export function SendPage() {
         {type === 'TEXT' || CAPTIONED.has(type) || type === 'POLL' || type === 'LOCATION' ? (
           <Field
             label={type === 'TEXT' ? 'Message' : type === 'POLL' ? 'Question' : type === 'LOCATION' ? 'Comment (optional)' : 'Caption (optional)'}
-            hint={`${draft.content.length} / ${type === 'TEXT' ? 4096 : type === 'POLL' ? 255 : 1024} characters`}
+            hint={`${draft.content.length} / ${contentLimit} characters`}
           >
             {(props) => (
               <textarea
                 {...props}
                 rows={type === 'TEXT' ? 4 : 2}
-                maxLength={type === 'TEXT' ? 4096 : type === 'POLL' ? 255 : 1024}
+                maxLength={contentLimit}
                 value={draft.content}
                 onChange={(e) => set('content', e.target.value)}
               />
@@ -301,7 +303,7 @@ export function SendPage() {
         ) : null}
         {type === 'POLL' ? (
           <>
-            <Field label="Options" hint="One per line, 2 to 12, each different.">
+            <Field label="Options" hint={`One per line, ${POLL_OPTIONS.min} to ${POLL_OPTIONS.max}, each different.`}>
               {(props) => <textarea {...props} rows={4} value={draft.pollOptions} onChange={(e) => set('pollOptions', e.target.value)} />}
             </Field>
             <label className="checkbox">

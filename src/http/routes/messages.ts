@@ -5,7 +5,7 @@ import type { BulkJobService, MessageService } from '../../messaging/send-servic
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
 import { errorResponses, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
-import { MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-actions.js';
+import { MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
 const MessageStatus = MessageStatusSchema;
