@@ -14,6 +14,7 @@ const GroupSchema = Type.Object({
 }, { title: 'Group' });
 
 const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp }, { title: 'GroupMember' });
+const GroupName = Type.String({ minLength: 1, maxLength: 200 });
 const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 10_000 });
 const PageOnly = Type.Object(BoundedPageQuery, { additionalProperties: false });
 const MembersQuery = Type.Object(
@@ -58,7 +59,7 @@ function collectionRoutes(app: App, groups: GroupService): void {
         operationId: 'createGroup',
         summary: 'Create a group',
         description: 'Create a group, optionally with members.',
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), contactIds: Type.Optional(ContactIds) }, { additionalProperties: false }),
+        body: Type.Object({ name: GroupName, contactIds: Type.Optional(ContactIds) }, { additionalProperties: false }),
         response: { 201: successData(GroupSchema), ...errorResponses('FORBIDDEN') },
       },
     },
@@ -87,7 +88,7 @@ function groupItemRoutes(app: App, groups: GroupService): void {
         summary: 'Rename a group',
         description: 'Changes the name of a group; its members stay.',
         params: IdParams,
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        body: Type.Object({ name: GroupName }, { additionalProperties: false }),
         response: { 200: successData(GroupSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
       },
     },
