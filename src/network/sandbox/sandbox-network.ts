@@ -26,7 +26,7 @@ import {
   type SendResult,
   type SessionHandlers,
 } from '../network.js';
-import { magicEnding, type DueReceipt, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
+import { ENDING, magicEnding, type DueReceipt, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
 
 /** A sandbox group as the network lists it: the first member (the device's number) created it and is its admin. */
 const groupInfo = (group: SandboxGroup): GroupInfo => ({
@@ -152,7 +152,7 @@ class SandboxSession implements NetworkSession {
   /** Sandbox: numbers ending 0000 are not on the network. */
   checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]> {
     if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
-    return Promise.resolve(phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== '0000' })));
+    return Promise.resolve(phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== ENDING.notOnNetwork })));
   }
 
   /** A chat read: a read receipt for each message (GET /sandbox/reads lists them). */

@@ -145,11 +145,28 @@ export interface IncomingRow {
   createdAt: Date;
 }
 
+/**
+ * The sandbox's recipients that misbehave, by the last four digits of their number (docs/api.md,
+ * Sandbox): every other number takes a message, delivers it and reads it.
+ */
+export const ENDING = {
+  /** Not on the network: a send fails for good (RECIPIENT_NOT_ON_NETWORK), a number check says so. */
+  notOnNetwork: '0000',
+  /** Takes messages but never delivers them (they stay SENT). */
+  neverDelivers: '0001',
+  /** Delivers but never reads. */
+  neverReads: '0002',
+  /** Fails the first hand-over of each message (a transient failure), then behaves. */
+  failsFirstSend: '0003',
+} as const;
+
 export const magicEnding = (to: string): string => to.slice(-4);
 
-/** 0003 fails the first hand-over of a message (a transient failure), then behaves. */
+/** The SQL list of these endings, for `right(number, 4) IN …`. */
+const endings = (...which: (keyof typeof ENDING)[]): string => `(${which.map((w) => `'${ENDING[w]}'`).join(', ')})`;
+
 function acceptedResult(row: { send_calls: number; to: string } | undefined): SendResult {
-  if (row && magicEnding(row.to) === '0003' && row.send_calls === 1) {
+  if (row && magicEnding(row.to) === ENDING.failsFirstSend && row.send_calls === 1) {
     return { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
   }
   return { ok: true };
@@ -327,7 +344,7 @@ export class SandboxWorld {
     batch.forEach(({ deviceId, message }, index) => {
       if (message.to.endsWith('@g.us') && !memberOf.has(`${deviceId} ${message.to}`)) {
         results[index] = { ok: false, permanent: true, code: 'NOT_A_GROUP_MEMBER', message: `The device is not in the group ${message.to}` };
-      } else if (magicEnding(message.to) === '0000') {
+      } else if (magicEnding(message.to) === ENDING.notOnNetwork) {
         results[index] = { ok: false, permanent: true, code: 'RECIPIENT_NOT_ON_NETWORK', message: `${message.to} is not on the network` };
       } else {
         onNetwork.push(index);
@@ -342,16 +359,16 @@ export class SandboxWorld {
       text: `INSERT INTO sandbox_messages AS sm
          (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, accepted_at, deliver_at, read_at)
        SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb, m.accepted_at,
-              CASE WHEN right(m.rcpt, 4) IN ('0001', '0003') THEN NULL ELSE $13::timestamptz + $10 * interval '1 millisecond' END,
-              CASE WHEN right(m.rcpt, 4) IN ('0001', '0002', '0003') THEN NULL ELSE $13::timestamptz + 2 * $10 * interval '1 millisecond' END
+              CASE WHEN right(m.rcpt, 4) IN ${endings('neverDelivers', 'failsFirstSend')} THEN NULL ELSE $13::timestamptz + $10 * interval '1 millisecond' END,
+              CASE WHEN right(m.rcpt, 4) IN ${endings('neverDelivers', 'neverReads', 'failsFirstSend')} THEN NULL ELSE $13::timestamptz + 2 * $10 * interval '1 millisecond' END
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[], $12::timestamptz[])
               AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload, accepted_at)
        ON CONFLICT (device_id, network_message_id) DO UPDATE SET
          send_calls = sm.send_calls + 1,
-         deliver_at = CASE WHEN right(sm."to", 4) = '0001' THEN NULL
+         deliver_at = CASE WHEN right(sm."to", 4) IN ${endings('neverDelivers')} THEN NULL
                            WHEN sm.deliver_at IS NULL OR sm.deliver_at < $13 THEN $13::timestamptz + $10 * interval '1 millisecond'
                            ELSE sm.deliver_at END,
-         read_at = CASE WHEN right(sm."to", 4) IN ('0001', '0002') THEN NULL
+         read_at = CASE WHEN right(sm."to", 4) IN ${endings('neverDelivers', 'neverReads')} THEN NULL
                         WHEN sm.read_at IS NULL OR sm.read_at < $13 THEN $13::timestamptz + 2 * $10 * interval '1 millisecond'
                         ELSE sm.read_at END
        RETURNING device_id, network_message_id, send_calls, "to"`,
