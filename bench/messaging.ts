@@ -22,6 +22,7 @@ import { benchDatabaseUrl } from './lib/bench-database.js';
 import { percentile } from './lib/load.js';
 import { alternate, formatRatio, receiptsSeconds, runPostLoad, type ComparedSide, type PostLoadOptions, type PostLoadResult } from './lib/post-load.js';
 import { cpuChecks, perRequest, startCpuMeter } from './lib/cpu-meter.js';
+import { describeActivity, watchPostgres } from './lib/postgres-activity.js';
 import { allPassed, formatTable, writeResults, type Check } from './lib/report.js';
 import { api, linkDevice, makeTenant, recipients, recreateDatabase } from './lib/tenant.js';
 import { startServerProcess, type ServerProcess, type StartedServers } from './lib/server-process.js';
@@ -239,6 +240,7 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
   // serve`, as `npm start` runs it; built at the start), so its peak RSS is this job's and
   // nothing else's.
   const product = await startProduct(databaseUrl);
+  const probe = await openDatabase({ databaseUrl, dataDir: 'unused', poolSize: 1 });
   try {
     const origin = product.origin;
     const bulkToken = await makeTenant(databaseUrl);
@@ -246,6 +248,7 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
     const list = recipients(BULK_RECIPIENTS, '628130');
     console.log(`Bulk job of ${BULK_RECIPIENTS.toLocaleString('en')} recipients …`);
     const meter = startCpuMeter({ server: [product.child.pid!] });
+    const postgres = await watchPostgres((text) => probe.query(text));
     const started = Date.now();
     const accepted = await api<{ jobId: string; totalContacts: number }>(origin, bulkToken, 'POST', '/messages/send', {
       type: 'TEXT',
@@ -257,9 +260,10 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
     const finished = await waitForJob(origin, bulkToken, accepted.json.jobId, 120_000);
     const seconds = (finished.at - started) / 1000;
     const cpuMs = meter?.stop();
+    const activity = await postgres();
     const rate = Number(finished.job.sentCount) / seconds;
     const rss = peakRssMb(product.child.pid!);
-    results.bulk = { acceptMs, seconds, rate, job: finished.job, peakRssMb: rss };
+    results.bulk = { acceptMs, seconds, rate, job: finished.job, peakRssMb: rss, postgres: activity };
     checks.push({ metric: '100,000-recipient job accepted in', measured: `${acceptMs} ms`, target: `<= ${TARGET_ACCEPT_MS} ms`, pass: acceptMs <= TARGET_ACCEPT_MS });
     checks.push({
       metric: 'bulk: every message SENT, end to end',
@@ -268,8 +272,10 @@ async function bulkJob(databaseUrl: string, checks: Check[], results: Record<str
       pass: finished.done && finished.job.sentCount === BULK_RECIPIENTS && rate >= TARGET_BULK_RATE,
     });
     checks.push({ metric: 'CPU per bulk message (receipts included)', measured: perRequest({ cpuMs, requests: Number(finished.job.sentCount) }), target: '', pass: undefined });
+    checks.push({ metric: 'PostgreSQL during the job', measured: describeActivity(activity, BULK_RECIPIENTS, 'message'), target: '', pass: undefined });
     checks.push({ metric: 'bulk: server peak RSS (VmHWM)', measured: `${rss} MB`, target: `<= ${TARGET_RSS_MB} MB`, pass: rss <= TARGET_RSS_MB });
   } finally {
+    await probe.close();
     await product.stop();
   }
 }

@@ -37,6 +37,7 @@ import { allPassed, formatTable, writeResults, type Check, type Measured } from 
 import { measure as measureTables } from './tables.js';
 import { benchDatabaseUrl } from './lib/bench-database.js';
 import { dropDatabase, recreateDatabase } from './lib/tenant.js';
+import { watchPostgres } from './lib/postgres-activity.js';
 import type { SessionsInfo, SessionsInput } from './lib/whatsapp-sessions.js';
 import type { BenchmarkOptions, BenchmarkOutcome } from './run.js';
 
@@ -122,24 +123,23 @@ async function watchStalls(workers: Proc[], probe: pg.Client): Promise<() => Pro
     const line = text.split('\n').find((l) => l.startsWith(`${name} `));
     return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
   };
-  const read = async (): Promise<StallWitnesses> => {
+  const read = async (): Promise<Omit<StallWitnesses, 'checkpoints'>> => {
     const scraped = await Promise.all(workers.map(async (w) => (await fetch(`${w.origin}/metrics`)).text()));
-    const { rows } = await probe.query<{ n: string }>('SELECT (checkpoints_timed + checkpoints_req)::text AS n FROM pg_stat_bgwriter');
     return {
       lagMaxMs: scraped.map((t) => Math.round(metric(t, 'waygate_nodejs_eventloop_lag_max_seconds') * 1000)),
       majorGcs: scraped.map((t) => metric(t, 'waygate_nodejs_gc_duration_seconds_count{kind="major"}')),
       majorGcMs: scraped.map((t) => metric(t, 'waygate_nodejs_gc_duration_seconds_sum{kind="major"}') * 1000),
-      checkpoints: Number(rows[0]!.n),
     };
   };
   const start = await read();
+  const postgres = await watchPostgres(async (text) => (await probe.query(text)).rows);
   return async () => {
     const end = await read();
     return {
       lagMaxMs: end.lagMaxMs,
       majorGcs: end.majorGcs.map((n, i) => n - start.majorGcs[i]!),
       majorGcMs: end.majorGcMs.map((ms, i) => Math.round(ms - start.majorGcMs[i]!)),
-      checkpoints: end.checkpoints - start.checkpoints,
+      checkpoints: (await postgres()).checkpoints,
     };
   };
 }
