@@ -165,6 +165,29 @@ export const magicEnding = (to: string): string => to.slice(-4);
 /** The SQL list of these endings, for `right(number, 4) IN …`. */
 const endings = (...which: (keyof typeof ENDING)[]): string => `(${which.map((w) => `'${ENDING[w]}'`).join(', ')})`;
 
+/**
+ * What the sandbox network takes: one row per message, with the times of its receipts (none for
+ * the endings that never deliver or read, nor on a first hand-over that fails); a message handed
+ * over again counts the call and gets its receipt times anew. $10 is the receipt delay in ms, $13
+ * when the accept started.
+ */
+const ACCEPT_SQL = `INSERT INTO sandbox_messages AS sm
+    (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, accepted_at, deliver_at, read_at)
+  SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb, m.accepted_at,
+    CASE WHEN right(m.rcpt, 4) IN ${endings('neverDelivers', 'failsFirstSend')} THEN NULL ELSE $13::timestamptz + $10 * interval '1 millisecond' END,
+    CASE WHEN right(m.rcpt, 4) IN ${endings('neverDelivers', 'neverReads', 'failsFirstSend')} THEN NULL ELSE $13::timestamptz + 2 * $10 * interval '1 millisecond' END
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[], $12::timestamptz[])
+    AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload, accepted_at)
+  ON CONFLICT (device_id, network_message_id) DO UPDATE SET
+    send_calls = sm.send_calls + 1,
+    deliver_at = CASE WHEN right(sm."to", 4) IN ${endings('neverDelivers')} THEN NULL
+                 WHEN sm.deliver_at IS NULL OR sm.deliver_at < $13 THEN $13::timestamptz + $10 * interval '1 millisecond'
+                 ELSE sm.deliver_at END,
+    read_at = CASE WHEN right(sm."to", 4) IN ${endings('neverDelivers', 'neverReads')} THEN NULL
+              WHEN sm.read_at IS NULL OR sm.read_at < $13 THEN $13::timestamptz + 2 * $10 * interval '1 millisecond'
+              ELSE sm.read_at END
+  RETURNING device_id, network_message_id, send_calls, "to"`;
+
 function acceptedResult(row: { send_calls: number; to: string } | undefined): SendResult {
   if (row && magicEnding(row.to) === ENDING.failsFirstSend && row.send_calls === 1) {
     return { ok: false, permanent: false, code: 'NETWORK_TEMPORARY_FAILURE', message: 'The network could not take the message this time' };
@@ -356,22 +379,7 @@ export class SandboxWorld {
       // Planned once (an insert: nothing to go stale); small batches of direct sends paid more to plan it than to run it.
       name: 'sandbox_accept',
       genericPlan: true,
-      text: `INSERT INTO sandbox_messages AS sm
-         (network_message_id, device_id, account_id, "to", type, content, media_bytes, media_type, file_name, payload, accepted_at, deliver_at, read_at)
-       SELECT m.nid, m.device_id, m.account_id, m.rcpt, m.type, m.content, m.media_bytes, m.media_type, m.file_name, m.payload::jsonb, m.accepted_at,
-              CASE WHEN right(m.rcpt, 4) IN ${endings('neverDelivers', 'failsFirstSend')} THEN NULL ELSE $13::timestamptz + $10 * interval '1 millisecond' END,
-              CASE WHEN right(m.rcpt, 4) IN ${endings('neverDelivers', 'neverReads', 'failsFirstSend')} THEN NULL ELSE $13::timestamptz + 2 * $10 * interval '1 millisecond' END
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $11::text[], $12::timestamptz[])
-              AS m(device_id, nid, account_id, rcpt, type, content, media_bytes, media_type, file_name, payload, accepted_at)
-       ON CONFLICT (device_id, network_message_id) DO UPDATE SET
-         send_calls = sm.send_calls + 1,
-         deliver_at = CASE WHEN right(sm."to", 4) IN ${endings('neverDelivers')} THEN NULL
-                           WHEN sm.deliver_at IS NULL OR sm.deliver_at < $13 THEN $13::timestamptz + $10 * interval '1 millisecond'
-                           ELSE sm.deliver_at END,
-         read_at = CASE WHEN right(sm."to", 4) IN ${endings('neverDelivers', 'neverReads')} THEN NULL
-                        WHEN sm.read_at IS NULL OR sm.read_at < $13 THEN $13::timestamptz + 2 * $10 * interval '1 millisecond'
-                        ELSE sm.read_at END
-       RETURNING device_id, network_message_id, send_calls, "to"`,
+      text: ACCEPT_SQL,
       values: [
         onNetwork.map((i) => batch[i]!.deviceId),
         pick((m) => m.networkMessageId),
