@@ -16,16 +16,18 @@ export interface PostgresActivity {
 /** Runs one statement and returns its rows (node-postgres' client and the Database both fit). */
 export type Probe = (text: string) => Promise<Record<string, unknown>[]>;
 
-/** The counters, from pg_stat_bgwriter, or pg_stat_checkpointer and pg_stat_io since PostgreSQL 17. */
-async function read(probe: Probe): Promise<PostgresActivity> {
+/** The statement that reads the counters: pg_stat_bgwriter's, or pg_stat_checkpointer's and pg_stat_io's since PostgreSQL 17. */
+async function countersSql(probe: Probe): Promise<string> {
   const [version] = await probe(`SELECT current_setting('server_version_num')::int AS v`);
-  const sql =
-    Number(version!.v) >= 170_000
-      ? `SELECT pg_current_wal_lsn()::text AS lsn,
-                (SELECT num_timed + num_requested FROM pg_stat_checkpointer)::text AS checkpoints,
-                (SELECT COALESCE(sum(writes), 0) FROM pg_stat_io WHERE backend_type = 'client backend')::text AS backend_writes`
-      : `SELECT pg_current_wal_lsn()::text AS lsn, (checkpoints_timed + checkpoints_req)::text AS checkpoints,
-                buffers_backend::text AS backend_writes FROM pg_stat_bgwriter`;
+  return Number(version!.v) >= 170_000
+    ? `SELECT pg_current_wal_lsn()::text AS lsn,
+              (SELECT num_timed + num_requested FROM pg_stat_checkpointer)::text AS checkpoints,
+              (SELECT COALESCE(sum(writes), 0) FROM pg_stat_io WHERE backend_type = 'client backend')::text AS backend_writes`
+    : `SELECT pg_current_wal_lsn()::text AS lsn, (checkpoints_timed + checkpoints_req)::text AS checkpoints,
+              buffers_backend::text AS backend_writes FROM pg_stat_bgwriter`;
+}
+
+async function read(probe: Probe, sql: string): Promise<PostgresActivity> {
   const [row] = await probe(sql);
   const [high, low] = String(row!.lsn).split('/');
   return {
@@ -37,9 +39,10 @@ async function read(probe: Probe): Promise<PostgresActivity> {
 
 /** Starts watching; the returned function ends the span and tells what happened in it. */
 export async function watchPostgres(probe: Probe): Promise<() => Promise<PostgresActivity>> {
-  const start = await read(probe);
+  const sql = await countersSql(probe);
+  const start = await read(probe, sql);
   return async () => {
-    const end = await read(probe);
+    const end = await read(probe, sql);
     return {
       walBytes: end.walBytes - start.walBytes,
       checkpoints: end.checkpoints - start.checkpoints,
