@@ -28,12 +28,16 @@ function hashBody(body: unknown): string {
   return hash('sha256', JSON.stringify(canonical(body) ?? null), 'hex');
 }
 
+/** The longest Idempotency-Key taken (the route's header schema publishes it). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
 export class IdempotencyService {
   constructor(private readonly database: Database) {}
 
   async run(accountId: string, key: string, body: unknown, work: () => Promise<StoredResponse>): Promise<StoredResponse & { replayed: boolean }> {
-    if (key.length === 0 || key.length > 255) {
-      throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must have 1 to 255 characters', [{ field: 'Idempotency-Key', message: 'must have 1 to 255 characters' }]);
+    if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      const message = `must have 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
+      throw new AppError('VALIDATION_ERROR', `Idempotency-Key ${message}`, [{ field: 'Idempotency-Key', message }]);
     }
     const requestHash = hashBody(body);
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { IdempotencyService } from '../../messaging/idempotency.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH, type IdempotencyService } from '../../messaging/idempotency.js';
 import type { BulkJobService, MessageService } from '../../messaging/send-service.js';
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
@@ -82,10 +82,10 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
         description:
           'Send a message, or create a bulk job (more than 10 recipients, or any groupIds). ' +
           '1–10 recipients and no groups: a direct send, answered 200 once the network has acknowledged it (202 when scheduled or not yet acknowledged). ' +
-          'Otherwise a bulk job, answered 202 with jobId. Optional `Idempotency-Key` header (≤ 255 characters, kept 24 h).',
+          `Otherwise a bulk job, answered 202 with jobId. Optional \`Idempotency-Key\` header (≤ ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, kept 24 h).`,
         headers: Type.Object({
           'idempotency-key': Type.Optional(
-            Type.String({ minLength: 1, maxLength: 255, description: 'Makes a retry safe: a repeat with the same body within 24 h gets the first answer and sends nothing' }),
+            Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH, description: 'Makes a retry safe: a repeat with the same body within 24 h gets the first answer and sends nothing' }),
           ),
         }),
         body: SendBody,
