@@ -20,13 +20,14 @@ import type { Config } from '../config.js';
 import { EVENT_PAYLOADS } from '../events/event-payloads.js';
 import { EVENT_TYPES } from '../events/event-store.js';
 import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
+import { DIRECT_SEND_MAX } from '../messaging/message-limits.js';
 import { exampleFor, NAMED_EXAMPLES, REQUEST_EXAMPLES, RESPONSE_EXAMPLES } from './openapi-examples.js';
 
 type Json = Record<string, unknown>;
 
 const TAGS: { name: string; description: string }[] = [
   { name: 'messages', description: 'Send messages (directly, or as a bulk job), read and cancel them' },
-  { name: 'bulk jobs', description: 'Sends to more than 10 recipients or to groups, processed asynchronously' },
+  { name: 'bulk jobs', description: `Sends to more than ${DIRECT_SEND_MAX} recipients or to groups, processed asynchronously` },
   { name: 'media', description: 'Files uploaded from the computer, sent by naming their mediaUrl' },
   { name: 'contacts', description: "The account's address book" },
   { name: 'groups', description: 'Named sets of contacts to send to' },

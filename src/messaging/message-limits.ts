@@ -1,10 +1,12 @@
 /**
- * The sizes a message's fields may have (DESIGN.md §9). The send rules check them
+ * The sizes a send and its message's fields may have (the contract's limits, DESIGN.md §9). The send rules check them
  * (send-service.ts, message-kinds.ts, message-actions.ts), the route and record schemas publish
  * them, and the dashboard's Send page holds its inputs to them. No imports: the dashboard bundles
  * this file.
  */
 
+/** Recipients a direct send takes at most: more, or any group, make a bulk job. */
+export const DIRECT_SEND_MAX = 10;
 /** A TEXT message's text, and an edit's. */
 export const MAX_TEXT_LENGTH = 4096;
 /** The caption of an IMAGE, VIDEO or DOCUMENT. */

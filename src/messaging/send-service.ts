@@ -26,13 +26,12 @@ import { CANCELLABLE_STATUSES, OPEN_JOB_STATUSES, isSettled } from './message-st
 import { quotaExceeded, refundQuota, reserveQuota } from './quota-store.js';
 import { checkKind, referenceProblem, type KindInput } from './message-kinds.js';
 import { deleteDecision, editContentProblem, editRefusal } from './message-actions.js';
-import { MAX_CAPTION_LENGTH, MAX_POLL_QUESTION, MAX_TEXT_LENGTH } from './message-limits.js';
+import { DIRECT_SEND_MAX, MAX_CAPTION_LENGTH, MAX_POLL_QUESTION, MAX_TEXT_LENGTH } from './message-limits.js';
 import { recordAction } from './action-store.js';
 import { BatchedCall } from '../platform/batch-pump.js';
 import { uploadProblem } from '../media/uploads.js';
 
 
-const DIRECT_SEND_MAX = 10;
 const PAST_TOLERANCE_MS = 60_000;
 const MAX_AHEAD_MS = 365 * 24 * 3600 * 1000;
 const TIMEZONE = /(Z|[+-]\d{2}:?\d{2})$/i;
@@ -155,7 +154,7 @@ export function validateSend(input: SendInput, now: Date = new Date()): ValidSen
     (input.recipients?.length ?? 0) + (input.to === undefined ? 0 : typeof input.to === 'string' ? 1 : input.to.length) + groupIds.length + (input.chatIds?.length ?? 0);
   if (given === 0) errors.push({ field: 'recipients', message: 'give at least one of recipients (or to), chatIds and groupIds' });
   if (isBulk(groupIds, recipients)) {
-    if (type === 'REACTION') errors.push({ field: 'type', message: 'a REACTION is always a direct send: 1–10 recipients and no groupIds' });
+    if (type === 'REACTION') errors.push({ field: 'type', message: `a REACTION is always a direct send: 1–${DIRECT_SEND_MAX} recipients and no groupIds` });
     if (kind.replyTo !== null) errors.push({ field: 'replyTo', message: "quotes a message of one chat: give that chat as the only recipient" });
   }
   const scheduledAt = checkSchedule(input.scheduledAt, now, errors);
@@ -166,7 +165,7 @@ export function validateSend(input: SendInput, now: Date = new Date()): ValidSen
   return { type, content, mediaUrl, ...kind, recipients, groupIds, scheduledAt, deviceId: input.deviceId };
 }
 
-/** More than 10 recipients, or any group: a bulk job. */
+/** More than DIRECT_SEND_MAX recipients, or any group: a bulk job. */
 const isBulk = (groupIds: string[], recipients: string[]): boolean => groupIds.length > 0 || recipients.length > DIRECT_SEND_MAX;
 
 /** The message a send refers to (its replyTo, or a REACTION's target), as the network knows it. */

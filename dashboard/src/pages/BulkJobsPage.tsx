@@ -1,6 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
+import { DIRECT_SEND_MAX } from '../../../src/messaging/message-limits';
 import { api } from '../api';
 import type { BulkJob, Listing } from '../types';
 import { ConfirmButton, PageHeader, Pager, QueryStatus, Time, useCursorPages } from '../ui';
@@ -31,7 +32,7 @@ export function BulkJobsPage() {
       <QueryStatus
         query={jobs}
         what="bulk jobs"
-        empty={`No bulk jobs${status ? ` with status ${status}` : ''}. Send to more than 10 numbers, or to a group, to start one.`}
+        empty={`No bulk jobs${status ? ` with status ${status}` : ''}. Send to more than ${DIRECT_SEND_MAX} numbers, or to a group, to start one.`}
       />
       <ul className="job-list">
         {jobs.data?.data.map((job) => (

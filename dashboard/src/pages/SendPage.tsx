@@ -1,7 +1,7 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useRef, useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { MAX_ADDRESS_LENGTH, MAX_CAPTION_LENGTH, MAX_CONTACTS, MAX_NAME_LENGTH, MAX_POLL_QUESTION, MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../../src/messaging/message-limits';
+import { DIRECT_SEND_MAX, MAX_ADDRESS_LENGTH, MAX_CAPTION_LENGTH, MAX_CONTACTS, MAX_NAME_LENGTH, MAX_POLL_QUESTION, MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../../src/messaging/message-limits';
 import { api, ApiError } from '../api';
 import { lineOfRecipient, numberProblem, readNumbers } from '../recipients';
 import type { Device, Group, Message, One, Page, SendResult } from '../types';
@@ -221,7 +221,7 @@ export function SendPage() {
     <section>
       <PageHeader
         title="Send"
-        description="A message to numbers and groups, now or at a time you choose. More than 10 recipients, or any group, runs as a bulk job."
+        description={`A message to numbers and groups, now or at a time you choose. More than ${DIRECT_SEND_MAX} recipients, or any group, runs as a bulk job.`}
       />
       {noDevice ? (
         <Notice tone="warning">

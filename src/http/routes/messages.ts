@@ -5,7 +5,7 @@ import type { BulkJobService, MessageService } from '../../messaging/send-servic
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
 import { errorResponses, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
-import { MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
+import { DIRECT_SEND_MAX, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
 const MessageStatus = MessageStatusSchema;
@@ -80,8 +80,8 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
         operationId: 'sendMessage',
         summary: 'Send a message',
         description:
-          'Send a message, or create a bulk job (more than 10 recipients, or any groupIds). ' +
-          '1–10 recipients and no groups: a direct send, answered 200 once the network has acknowledged it (202 when scheduled or not yet acknowledged). ' +
+          `Send a message, or create a bulk job (more than ${DIRECT_SEND_MAX} recipients, or any groupIds). ` +
+          `1–${DIRECT_SEND_MAX} recipients and no groups: a direct send, answered 200 once the network has acknowledged it (202 when scheduled or not yet acknowledged). ` +
           `Otherwise a bulk job, answered 202 with jobId. Optional \`Idempotency-Key\` header (≤ ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, kept 24 h).`,
         headers: Type.Object({
           'idempotency-key': Type.Optional(
