@@ -1,6 +1,7 @@
 import { validate as validateOpenApi } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '../src/events/event-store.js';
+import { arrayLiteral, encodeParameters, isoTimestamp } from '../src/platform/pg-parameters.js';
 import { createTenant, createTestApp, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
@@ -77,6 +78,51 @@ describe('errors', () => {
     } finally {
       ctx.services.contacts.get = original;
     }
+  });
+});
+
+describe('query parameters', () => {
+  // What PostgreSQL reads from Waygate's encoding is what the caller passed, whichever driver.
+  const awkward = ['plain', 'a "quoted" word', 'back\\slash', '\\"', '{braces}', 'comma, here', 'NULL', '', ' spaced ', 'ünïcödé ✓ 🎉', "it's"];
+  const dates = [new Date('2026-12-06T17:09:20.006Z'), new Date('2026-12-06T17:09:20.906Z'), new Date('2026-12-06T17:09:21.000Z'), new Date('1970-01-01T00:00:00.000Z'), new Date('1969-12-31T23:59:59.999Z'), new Date('1000-01-01T00:00:00.000Z'), new Date('9999-12-31T23:59:59.999Z')];
+
+  it('writes arrays of strings, numbers, booleans, nulls and dates that PostgreSQL reads back unchanged', async () => {
+    const [row] = await ctx.database.query<{ texts: (string | null)[]; ints: number[]; flags: boolean[]; times: Date[] }>(
+      'SELECT $1::text[] AS texts, $2::int[] AS ints, $3::bool[] AS flags, $4::timestamptz[] AS times',
+      [arrayLiteral([...awkward, null]), arrayLiteral([0, -7, 2147483647]), arrayLiteral([true, false]), arrayLiteral(dates)],
+    );
+    expect(row!.texts).toEqual([...awkward, null]);
+    expect(row!.ints).toEqual([0, -7, 2147483647]);
+    expect(row!.flags).toEqual([true, false]);
+    expect(row!.times.map((d) => d.getTime())).toEqual(dates.map((d) => d.getTime()));
+  });
+
+  it('writes a date as toISOString does, and leaves what it does not encode to the driver', () => {
+    for (const date of [...dates, new Date('0001-01-01T00:00:00.000Z')]) expect(isoTimestamp(date)).toBe(date.toISOString());
+    for (let i = 0; i < 2_000; i++) {
+      const date = new Date(Date.UTC(2020, 0, 1) + Math.floor(Math.random() * 400 * 86_400_000));
+      expect(isoTimestamp(date)).toBe(date.toISOString());
+    }
+    expect(isoTimestamp(new Date(Number.NaN))).toBeUndefined();
+    expect(isoTimestamp(new Date('+010000-01-01T00:00:00Z'))).toBeUndefined();
+    const nested = [['a'], ['b']];
+    const objects = [{ a: 1 }];
+    const buffer = Buffer.from('x');
+    expect(encodeParameters([nested, objects, buffer, 'text', 5, null])).toEqual([nested, objects, buffer, 'text', 5, null]);
+    expect(encodeParameters([[new Date(Number.NaN)]])).toEqual([[new Date(Number.NaN)]]);
+  });
+
+  it('passes an encoded array and date through every query path to the same rows', async () => {
+    const ids = Array.from({ length: 1_000 }, (_, i) => `id "${i}" \\ ${i}`);
+    const [row] = await ctx.database.query<{ n: number; last: string; at: Date }>(
+      'SELECT cardinality($1::text[]) AS n, ($1::text[])[1000] AS last, $2::timestamptz AS at',
+      [ids, dates[0]],
+    );
+    expect(row).toEqual({ n: 1_000, last: ids[999], at: dates[0] });
+    const [prepared] = await ctx.database.queryPrepared<{ last: string }>({ name: 'test_parameters', text: 'SELECT ($1::text[])[2] AS last', values: [ids.slice(0, 2)] });
+    expect(prepared!.last).toBe(ids[1]);
+    const inTransaction = await ctx.database.transaction((tx) => tx.query<{ times: Date[] }>('SELECT $1::timestamptz[] AS times', [dates]));
+    expect(inTransaction[0]!.times.map((d) => d.getTime())).toEqual(dates.map((d) => d.getTime()));
   });
 });
 

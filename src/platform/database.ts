@@ -11,6 +11,7 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import pg from 'pg';
 import { lockDataDir } from './data-dir-lock.js';
+import { encodeParameters } from './pg-parameters.js';
 import { schema, type Schema } from './schema.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -208,12 +209,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       db,
       pool,
       async query<T>(text: string, params: unknown[] = []) {
-        const result = await pool.query(text, params);
+        const result = await pool.query(text, encodeParameters(params));
         return result.rows as T[];
       },
       async queryPrepared<T>(statement: PreparedStatement) {
-        const { genericPlan, ...query } = statement;
-        const result = await (genericPlan ? generic() : pool).query(query);
+        const { genericPlan, values, ...query } = statement;
+        const result = await (genericPlan ? generic() : pool).query({ ...query, values: encodeParameters(values) });
         return result.rows as T[];
       },
       async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -222,7 +223,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
           await client.query('BEGIN');
           const result = await work({
             async query<R>(text: string, params: unknown[] = []) {
-              return (await client.query(text, params)).rows as R[];
+              return (await client.query(text, encodeParameters(params))).rows as R[];
             },
           });
           await client.query('COMMIT');
