@@ -40,7 +40,7 @@ const TARGETS = [
     tool: 'node_modules/vite/bin/vite.js',
     sources: ['dashboard/src'],
     // The one server module the dashboard bundles (its other imports of src/ are types only).
-    inputs: ['dashboard/src', 'src/messaging/message-limits.ts', 'dashboard/public', 'dashboard/index.html', 'dashboard/vite.config.ts', 'dashboard/tsconfig.json', 'package-lock.json'],
+    inputs: ['dashboard/src', 'src/messaging/message-limits.ts', 'src/platform/text-limits.ts', 'dashboard/public', 'dashboard/index.html', 'dashboard/vite.config.ts', 'dashboard/tsconfig.json', 'package-lock.json'],
     output: 'dashboard/dist',
     entry: 'dashboard/dist/index.html',
   },

@@ -1,5 +1,6 @@
 /** Contacts of an account: unique by phone number, searchable by name or phone digits. */
 import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters, unsafeTextProblem } from '../platform/text.js';
+import { CONTACT_NAME_MAX } from '../platform/text-limits.js';
 import type { Database } from '../platform/database.js';
 import { AppError, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -32,7 +33,6 @@ export interface ImportReport {
 }
 
 export const MAX_PAGE_SIZE = 100;
-export const MAX_NAME_LENGTH = 200;
 const INSERT_BATCH = 1000;
 
 export type NameCheck = { ok: true; name: string } | { ok: false; message: string };
@@ -42,7 +42,7 @@ export type NameCheck = { ok: true; name: string } | { ok: false; message: strin
  * space, the ends are trimmed; it must then be non-empty, at most `max` characters and free of
  * other control characters.
  */
-export function checkName(input: string, max = MAX_NAME_LENGTH): NameCheck {
+export function checkName(input: string, max = CONTACT_NAME_MAX): NameCheck {
   const name = input.replace(/[\r\n\t]+/g, ' ').trim();
   if (name.length === 0) return { ok: false, message: 'must not be empty' };
   if (name.length > max) return { ok: false, message: `must have at most ${max} characters` };
@@ -52,7 +52,7 @@ export function checkName(input: string, max = MAX_NAME_LENGTH): NameCheck {
   return { ok: true, name };
 }
 
-export function validateName(input: string, field = 'name', max = MAX_NAME_LENGTH): string {
+export function validateName(input: string, field = 'name', max = CONTACT_NAME_MAX): string {
   const result = checkName(input, max);
   if (!result.ok) throw new AppError('VALIDATION_ERROR', `${field} ${result.message}`, [{ field, message: result.message }]);
   return result.name;

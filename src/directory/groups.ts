@@ -2,6 +2,7 @@
 import type { Database, Queryable } from '../platform/database.js';
 import { AppError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { GROUP_NAME_MAX } from '../platform/text-limits.js';
 import { isPossibleId, MAX_PAGE_SIZE, validateName, type Contact, type Page } from './contacts.js';
 import { lockContacts } from './contact-store.js';
 import * as store from './group-store.js';
@@ -18,10 +19,9 @@ export interface GroupMember extends Contact {
   addedAt: Date;
 }
 
-export const MAX_GROUP_NAME = 200;
 export const MAX_CONTACT_IDS = 10_000;
 
-const validateGroupName = (name: string): string => validateName(name, 'name', MAX_GROUP_NAME);
+const validateGroupName = (name: string): string => validateName(name, 'name', GROUP_NAME_MAX);
 
 const groupNotFound = (): AppError => new AppError('NOT_FOUND', 'Group not found');
 

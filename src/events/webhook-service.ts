@@ -15,6 +15,7 @@ import type { Database, Queryable } from '../platform/database.js';
 import { lockAccountPlan } from '../directory/account-store.js';
 import { AppError, validationError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { WEBHOOK_DESCRIPTION_MAX } from '../platform/text-limits.js';
 import { newWebhookSecret } from '../outbound/standard-webhooks.js';
 import { UnsafeUrlError, type GuardedHttp } from '../outbound/ssrf.js';
 import type { Page } from '../directory/contacts.js';
@@ -36,7 +37,6 @@ export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 /** Attempts shown with each delivery in the delivery log. */
 const LAST_ATTEMPTS = 5;
 export const MAX_URL_LENGTH = 2048;
-export const MAX_DESCRIPTION_LENGTH = 500;
 export const TEST_EVENT_MESSAGE = 'This is a test event from Waygate';
 
 export interface WebhookSecret {
@@ -185,7 +185,7 @@ export class WebhookService {
   private checkDescription(description: string | null | undefined): string | null {
     if (description === undefined || description === null) return null;
     const trimmed = description.trim();
-    if (trimmed.length > MAX_DESCRIPTION_LENGTH) throw validationError('description', `must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+    if (trimmed.length > WEBHOOK_DESCRIPTION_MAX) throw validationError('description', `must be at most ${WEBHOOK_DESCRIPTION_MAX} characters`);
     return trimmed === '' ? null : trimmed;
   }
 

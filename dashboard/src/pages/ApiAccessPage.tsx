@@ -5,6 +5,7 @@ import { api, ApiError } from '../api';
 import { useSession } from '../session';
 import type { One, Token } from '../types';
 import { ConfirmButton, CopyButton, DataTable, ErrorBox, Field, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
+import { TOKEN_NAME_MAX } from '../../../src/platform/text-limits';
 
 function tokenState(token: Token): string {
   if (token.revokedAt) return 'REVOKED';
@@ -128,7 +129,7 @@ function CreateTokenForm({ onCreated, onCancel }: { onCreated: (token: string, n
       <h3 id="new-token-title">New token</h3>
       <ErrorBox error={create.error} title="Could not create the token." />
       <Field label="Name" hint="What uses it, e.g. “Order system”." error={fieldError('name')}>
-        {(props) => <input {...props} required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />}
+        {(props) => <input {...props} required maxLength={TOKEN_NAME_MAX} value={name} onChange={(e) => setName(e.target.value)} />}
       </Field>
       <fieldset className="scopes">
         <legend>Scopes</legend>

@@ -3,6 +3,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api';
 import type { Contact, ImportReport, One, Page } from '../types';
 import { ConfirmButton, DataTable, ErrorBox, Field, formatPhone, Notice, PageHeader, Pager, QueryStatus, Time } from '../ui';
+import { CONTACT_NAME_MAX } from '../../../src/platform/text-limits';
 
 const LIMIT = 25;
 
@@ -86,7 +87,7 @@ function ContactForm({ contact, onDone }: { contact?: Contact; onDone: () => voi
   return (
     <form className={contact ? 'inline-form' : 'card inline-form'} onSubmit={submit} aria-label={contact ? `Edit ${contact.name}` : 'Add a contact'}>
       <Field label="Name" error={fieldError('name')}>
-        {(props) => <input {...props} required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} autoFocus />}
+        {(props) => <input {...props} required maxLength={CONTACT_NAME_MAX} value={name} onChange={(e) => setName(e.target.value)} autoFocus />}
       </Field>
       <Field label="Phone number" hint="With the country code." error={fieldError('phoneNumber')}>
         {(props) => <input {...props} required inputMode="tel" value={phoneNumber} onChange={(e) => setPhoneNumber(e.target.value)} />}

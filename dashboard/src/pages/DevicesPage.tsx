@@ -5,6 +5,7 @@ import { useLive } from '../live';
 import { useSession } from '../session';
 import type { Device, DeviceQr, One, Page } from '../types';
 import { ConfirmButton, ErrorBox, Field, formatPhone, Loading, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
+import { DEVICE_NAME_MAX } from '../../../src/platform/text-limits';
 
 const STATUS_HELP: Record<Device['status'], string> = {
   PENDING: 'Waiting for the phone to scan the QR code.',
@@ -43,7 +44,7 @@ export function DevicesPage() {
       />
       <form className="card inline-form" onSubmit={submit} aria-label="Add a device">
         <Field label="Device name" hint="For you, e.g. “Shop phone”." error={add.error instanceof ApiError ? add.error.fieldMessage('name') : undefined}>
-          {(props) => <input {...props} required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />}
+          {(props) => <input {...props} required maxLength={DEVICE_NAME_MAX} value={name} onChange={(e) => setName(e.target.value)} />}
         </Field>
         <button type="submit" className="button primary" disabled={add.isPending || name.trim() === ''}>
           {add.isPending ? 'Adding…' : 'Add device'}

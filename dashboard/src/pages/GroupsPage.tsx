@@ -4,6 +4,7 @@ import { Link, NavLink, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api';
 import type { Contact, Group, Member, One, Page } from '../types';
 import { ConfirmButton, Empty, ErrorBox, Field, formatPhone, Loading, PageHeader, Pager, QueryStatus, Time } from '../ui';
+import { GROUP_NAME_MAX } from '../../../src/platform/text-limits';
 
 export function GroupsPage() {
   const { groupId } = useParams();
@@ -36,7 +37,7 @@ export function GroupsPage() {
         <div>
           <form className="card inline-form" onSubmit={submit} aria-label="Create a group">
             <Field label="New group" error={create.error instanceof ApiError ? create.error.fieldMessage('name') : undefined}>
-              {(props) => <input {...props} required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. Customers" />}
+              {(props) => <input {...props} required maxLength={GROUP_NAME_MAX} value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. Customers" />}
             </Field>
             <button type="submit" className="button primary" disabled={create.isPending || name.trim() === ''}>
               Create
@@ -101,7 +102,7 @@ function GroupDetail({ groupId }: { groupId: string }) {
             }}
           >
             <Field label="Group name" error={rename.error instanceof ApiError ? rename.error.message : undefined}>
-              {(props) => <input {...props} required maxLength={200} value={newName} onChange={(e) => setNewName(e.target.value)} autoFocus />}
+              {(props) => <input {...props} required maxLength={GROUP_NAME_MAX} value={newName} onChange={(e) => setNewName(e.target.value)} autoFocus />}
             </Field>
             <button type="submit" className="button primary small">
               Save

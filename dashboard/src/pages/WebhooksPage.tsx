@@ -4,6 +4,7 @@ import { SUBSCRIBABLE_EVENT_TYPES } from '../../../src/events/event-types';
 import { api, ApiError } from '../api';
 import type { Listing, One, Page, Webhook, WebhookDelivery, WebhookHealthState } from '../types';
 import { ConfirmButton, CopyButton, DataTable, Empty, ErrorBox, Field, Loading, Notice, PageHeader, StatusBadge, Time } from '../ui';
+import { WEBHOOK_DESCRIPTION_MAX } from '../../../src/platform/text-limits';
 
 const HEALTH_WORDS: Record<WebhookHealthState, string> = {
   HEALTHY: 'Its latest delivery attempt succeeded.',
@@ -99,7 +100,7 @@ function WebhookForm({ onCreated, onCancel, editing }: { onCreated: (id: string,
       <Field label="URL" hint="https://… — it must answer 2xx within 15 s." error={create.error instanceof ApiError ? create.error.fieldMessage('url') : undefined}>
         {(props) => <input {...props} type="url" required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://example.com/waygate" />}
       </Field>
-      <Field label="Description (optional)">{(props) => <input {...props} maxLength={500} value={description} onChange={(e) => setDescription(e.target.value)} />}</Field>
+      <Field label="Description (optional)">{(props) => <input {...props} maxLength={WEBHOOK_DESCRIPTION_MAX} value={description} onChange={(e) => setDescription(e.target.value)} />}</Field>
       <fieldset>
         <legend>Events</legend>
         <p className="hint">None chosen means every event.</p>

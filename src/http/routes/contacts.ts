@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ContactService } from '../../directory/contacts.js';
 import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters } from '../../platform/text.js';
 import { AppError } from '../../platform/errors.js';
+import { CONTACT_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
 import { errorResponses, FieldErrorSchema, IdParams, PageMeta, PageQuery, SuccessOnly, successData, Timestamp } from '../schemas.js';
 
@@ -26,7 +27,7 @@ export const ContactSchema = Type.Object({
 
 const ContactInput = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Type.String({ minLength: 1, maxLength: CONTACT_NAME_MAX }),
     phoneNumber: Type.String({ minLength: 1, maxLength: 40, description: 'E.164; +, spaces, dashes, dots and parentheses are stripped' }),
   },
   { additionalProperties: false },

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DeviceService } from '../../devices/device-service.js';
 import { DeviceSchema, DeviceStatusSchema } from '../../devices/device-record.js';
 import { PROXY_URL_MAX } from '../../devices/device-proxy.js';
+import { DEVICE_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdParams, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
@@ -16,7 +17,7 @@ const QrSchema = Type.Object({
   expiresAt: Timestamp,
 }, { title: 'QrCode' });
 
-const DeviceName = Type.String({ minLength: 1, maxLength: 100 });
+const DeviceName = Type.String({ minLength: 1, maxLength: DEVICE_NAME_MAX });
 const ProxyUrl = Type.Union([Type.String({ minLength: 1, maxLength: PROXY_URL_MAX }), Type.Null()], {
   description: 'A proxy for this number (http, https, socks5 or socks5h URL, credentials included), e.g. socks5://user:pass@10.0.0.5:1080; null: direct. Shown back with the password as ***',
 });

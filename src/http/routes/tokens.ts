@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { TOKEN_SCOPES, type TokenService } from '../../directory/tokens.js';
+import { TOKEN_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
 import { BoundedPageQuery } from './contacts.js';
 import { errorResponses, IdParams, NullableTimestamp, successData, successPage, Timestamp } from '../schemas.js';
@@ -61,7 +62,7 @@ function collectionRoutes(app: App, tokens: TokenService): void {
         description: 'Create an API token; its value is returned once, in this response.',
         body: Type.Object(
           {
-            name: Type.String({ minLength: 1, maxLength: 100 }),
+            name: Type.String({ minLength: 1, maxLength: TOKEN_NAME_MAX }),
             scopes: Type.Optional(Type.Array(Type.String({ enum: [...TOKEN_SCOPES] }), { minItems: 1, uniqueItems: true, description: 'Default: every scope' })),
             expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
           },

@@ -2,16 +2,16 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   DELIVERY_STATUSES,
-  MAX_DESCRIPTION_LENGTH,
   MAX_URL_LENGTH,
   SUBSCRIBABLE_EVENT_TYPES,
   type DeliveryStatus,
   type WebhookService,
 } from '../../events/webhook-service.js';
 import { EVENT_TYPES } from '../../events/event-store.js';
+import { WEBHOOK_DESCRIPTION_MAX } from '../../platform/text-limits.js';
 import { WebhookSchema } from '../../events/webhook-record.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdString, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';
 
 const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES], title: 'WebhookEventType' });
@@ -53,14 +53,14 @@ const DeliverySchema = Type.Object({
 
 const Url = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http(s); must resolve to public addresses unless ALLOW_PRIVATE_URLS=true' });
 const Events = Type.Array(SubscribableEventType, { maxItems: 20, description: 'Event types to deliver; absent or empty: every type' });
-const Description = Type.Union([Type.String({ maxLength: MAX_DESCRIPTION_LENGTH }), Type.Null()]);
+const Description = Type.Union([Type.String({ maxLength: WEBHOOK_DESCRIPTION_MAX }), Type.Null()]);
 const WebhookInput = {
   url: Url,
   events: Type.Optional(Events),
   description: Type.Optional(Description),
   active: Type.Optional(Type.Boolean({ default: true, description: 'Default true; an active endpoint counts against the plan' })),
 };
-const DeliveryParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), deliveryId: Type.String({ minLength: 1, maxLength: 100 }) });
+const DeliveryParams = Type.Object({ id: IdString(), deliveryId: IdString() });
 const WEBHOOK_ERRORS = ['FORBIDDEN', 'NOT_FOUND'] as const;
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
