@@ -9,7 +9,14 @@ import { MAX_CONTACTS, MAX_EMOJI_LENGTH, MAX_MENTIONS, MAX_POLL_QUESTION, POLL_O
 export const Timestamp = Type.Unsafe<Date | string>(DateTime);
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+/**
+ * An id a client names (a message, a device, a contact, a group, a chat, a delivery): 1–100
+ * characters, more than any id Waygate makes or the network gives a chat.
+ */
+const MAX_ID_LENGTH = 100;
+export const IdString = (options: { description?: string } = {}) => Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, ...options });
+
+export const IdParams = Type.Object({ id: IdString() });
 
 export const PageQuery = {
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: 2_147_483_647, default: 1, description: 'Page number, from 1' })),
@@ -111,10 +118,10 @@ export const KindBodyFields = {
   ),
   reaction: Type.Optional(
     Type.Object(
-      { messageId: Type.String({ minLength: 1, maxLength: 100 }), emoji: Type.String({ maxLength: MAX_EMOJI_LENGTH, description: '"" removes the reaction' }) },
+      { messageId: IdString(), emoji: Type.String({ maxLength: MAX_EMOJI_LENGTH, description: '"" removes the reaction' }) },
       { additionalProperties: false, description: 'REACTION: the emoji on a message of the account in the same chat' },
     ),
   ),
-  replyTo: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds)" })),
+  replyTo: Type.Optional(IdString({ description: "Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds)" })),
   mentions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: MAX_MENTIONS, description: 'Any type but REACTION: phone numbers mentioned' })),
 };

@@ -6,11 +6,11 @@ import { MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
 import { ChatDetailSchema, ChatSchema, ChatTypeSchema, NumberCheckSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { MessageSchema } from '../../messaging/message-record.js';
 import { auth } from '../auth.js';
-import { errorResponses, ListingMeta, ListingQuery, successData } from '../schemas.js';
+import { errorResponses, IdString, ListingMeta, ListingQuery, successData } from '../schemas.js';
 
-const ChatParams = Type.Object({ chatId: Type.String({ minLength: 1, maxLength: 100, description: 'A number, <digits>@lid, or a group id <digits>@g.us' }) });
+const ChatParams = Type.Object({ chatId: IdString({ description: 'A number, <digits>@lid, or a group id <digits>@g.us' }) });
 const DeviceQuery = {
-  deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'The device the chat belongs to; required when the account has more than one' })),
+  deviceId: Type.Optional(IdString({ description: 'The device the chat belongs to; required when the account has more than one' })),
 };
 const Limit = Type.Optional(Type.Integer({ minimum: 1, default: 50, description: 'Items per page; values above 100 are clamped to 100' }));
 
@@ -25,7 +25,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
         querystring: Type.Object(
           {
             ...ListingQuery,
-            deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+            deviceId: Type.Optional(IdString()),
             type: Type.Optional(ChatTypeSchema),
             search: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'A case-insensitive part of the number, group id or name' })),
           },
@@ -133,7 +133,7 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
         body: Type.Object(
           {
             phoneNumbers: Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: MAX_NUMBER_CHECKS }),
-            deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Ask through this device (default: the account's oldest connected one)" })),
+            deviceId: Type.Optional(IdString({ description: "Ask through this device (default: the account's oldest connected one)" })),
           },
           { additionalProperties: false },
         ),

@@ -1,8 +1,9 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { GroupService } from '../../directory/groups.js';
+import { GROUP_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdString, IdParams, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
 import { BoundedPageQuery, ContactSchema } from './contacts.js';
 
 const GroupSchema = Type.Object({
@@ -14,8 +15,8 @@ const GroupSchema = Type.Object({
 }, { title: 'Group' });
 
 const MemberSchema = Type.Object({ ...ContactSchema.properties, addedAt: Timestamp }, { title: 'GroupMember' });
-const GroupName = Type.String({ minLength: 1, maxLength: 200 });
-const ContactIds = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 10_000 });
+const GroupName = Type.String({ minLength: 1, maxLength: GROUP_NAME_MAX });
+const ContactIds = Type.Array(IdString(), { maxItems: 10_000 });
 const PageOnly = Type.Object(BoundedPageQuery, { additionalProperties: false });
 const MembersQuery = Type.Object(
   {
@@ -26,7 +27,7 @@ const MembersQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-const MemberParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), contactId: Type.String({ minLength: 1, maxLength: 100 }) });
+const MemberParams = Type.Object({ id: IdString(), contactId: IdString() });
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
 
@@ -141,7 +142,7 @@ function memberRoutes(app: App, groups: GroupService): void {
         summary: 'Add contacts to a group',
         description: 'Add contacts to a group (ones already in it are left as they are).',
         params: IdParams,
-        body: Type.Object({ contactIds: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 10_000 }) }, { additionalProperties: false }),
+        body: Type.Object({ contactIds: Type.Array(IdString(), { minItems: 1, maxItems: 10_000 }) }, { additionalProperties: false }),
         response: {
           200: successData(Type.Object({ added: Type.Integer(), group: GroupSchema })),
           ...errorResponses('FORBIDDEN', 'NOT_FOUND'),

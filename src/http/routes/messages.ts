@@ -4,7 +4,7 @@ import { MAX_IDEMPOTENCY_KEY_LENGTH, type IdempotencyService } from '../../messa
 import type { BulkJobService, MessageService } from '../../messaging/send-service.js';
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
-import { errorResponses, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
+import { errorResponses, IdString, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
 import { DIRECT_SEND_MAX, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
@@ -34,13 +34,13 @@ const SendBody = Type.Object(
     ...KindBodyFields,
     recipients: Type.Optional(Type.Array(Phone, { maxItems: 100_000, description: 'Phone numbers in E.164, as digits' })),
     to: Type.Optional(Type.Union([Phone, Type.Array(Phone, { maxItems: 100_000 })], { description: 'Alias of recipients (the /v1 overview form)' })),
-    groupIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'Contact groups: one message to each member' })),
+    groupIds: Type.Optional(Type.Array(IdString(), { maxItems: 1000, description: 'Contact groups: one message to each member' })),
     chatIds: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 1000, description: 'WhatsApp group chats (<digits>@g.us, see GET /chats): each is one recipient' }),
+      Type.Array(IdString(), { maxItems: 1000, description: 'WhatsApp group chats (<digits>@g.us, see GET /chats): each is one recipient' }),
     ),
     caption: Type.Optional(Type.String({ maxLength: MAX_CAPTION_LENGTH })),
     scheduledAt: Type.Optional(Type.String({ maxLength: 64, description: 'ISO 8601 date-time with a timezone; at most 365 days ahead' })),
-    deviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    deviceId: Type.Optional(IdString()),
   },
   { additionalProperties: false, title: 'SendMessageRequest' },
 );

@@ -16,7 +16,7 @@ import { DeviceStore } from '../../devices/device-store.js';
 import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, KindBodyFields, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdString, IdParams, KindBodyFields, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 40 });
 
@@ -42,7 +42,7 @@ const DeviceChatQuery = Type.Object(
   {
     ...PageQuery,
     deviceId: Type.Optional(Type.String({ maxLength: 100 })),
-    chat: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The other party's number (or <digits>@lid), or a group chat (<digits>@g.us)" })),
+    chat: Type.Optional(IdString({ description: "The other party's number (or <digits>@lid), or a group chat (<digits>@g.us)" })),
   },
   { additionalProperties: false },
 );
@@ -238,14 +238,14 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         description: 'Play an incoming message to a device.',
         body: Type.Object(
           {
-            deviceId: Type.String({ minLength: 1, maxLength: 100 }),
+            deviceId: IdString(),
             from: Phone,
             type: Type.Optional(MessageTypeSchema),
             content: Type.String({ maxLength: MAX_TEXT_LENGTH }),
             mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
             ...KindBodyFields,
             group: Type.Optional(
-              Type.String({ minLength: 1, maxLength: 100, description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
+              IdString({ description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
             ),
             presence: Type.Optional({
               ...ContactPresenceStateSchema,
@@ -255,7 +255,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             vote: Type.Optional(
               Type.Object(
                 {
-                  messageId: Type.String({ minLength: 1, maxLength: 100 }),
+                  messageId: IdString(),
                   options: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 12, description: 'The current choice; [] takes the vote back' }),
                 },
                 {
@@ -266,7 +266,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             ),
             edit: Type.Optional(
               Type.Object(
-                { messageId: Type.String({ minLength: 1, maxLength: 100 }), content: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'The new text or caption' }) },
+                { messageId: IdString(), content: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'The new text or caption' }) },
                 {
                   additionalProperties: false,
                   description: 'Play the sender editing a message they sent the device (within 15 minutes of it, else 409 NOT_EDITABLE; give no type and content "")',
@@ -275,7 +275,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
             ),
             delete: Type.Optional(
               Type.Object(
-                { messageId: Type.String({ minLength: 1, maxLength: 100 }) },
+                { messageId: IdString() },
                 {
                   additionalProperties: false,
                   description: 'Play the sender deleting for everyone a message they sent the device (within 48 hours of it, else 409 NOT_DELETABLE; give no type and content "")',
@@ -331,7 +331,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         summary: "Create a WhatsApp group chat the device's number is in; messages into it reach every member",
         body: Type.Object(
           {
-            deviceId: Type.String({ minLength: 1, maxLength: 100 }),
+            deviceId: IdString(),
             name: Type.String({ minLength: 1, maxLength: 100 }),
             members: Type.Array(Phone, { minItems: 1, maxItems: 256, description: "The other members' numbers" }),
           },
