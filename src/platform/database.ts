@@ -177,73 +177,78 @@ export function pgliteOptions(): { extensions: { pg_trgm: typeof pg_trgm }; star
   };
 }
 
+/** PostgreSQL at `options.databaseUrl` through node-postgres, or else PGlite in `options.dataDir` (`memory://…`: in memory). */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) {
-    const pool = new pg.Pool({
-      connectionString: options.databaseUrl,
-      max: options.poolSize ?? 20,
-      application_name: options.applicationName ?? 'waygate',
-      ...(options.synchronousCommit === false ? { options: '-c synchronous_commit=off' } : {}),
-    });
-    // An idle client that errors (server restart) must not crash the process; the pool replaces it.
-    pool.on('error', () => undefined);
-    // Statements marked genericPlan run here. PostgreSQL otherwise re-plans a named statement on
-    // every execution while it judges custom plans cheaper: planning the direct send's statement
-    // took longer than running it (accepting throughput 1,640 -> 2,120/s with one plan).
-    let genericPool: pg.Pool | undefined;
-    const generic = (): pg.Pool => {
-      if (!genericPool) {
-        genericPool = new pg.Pool({
-          connectionString: options.databaseUrl,
-          max: Math.max(2, Math.ceil((options.poolSize ?? 20) / 2)),
-          application_name: `${options.applicationName ?? 'waygate'}-generic`,
-          options: `${GENERIC_PLAN_SETTINGS}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
-        });
-        genericPool.on('error', () => undefined);
-      }
-      return genericPool;
-    };
-    const db = drizzlePg(pool, { schema }) as unknown as Db;
-    const database: Database = {
-      kind: 'postgres',
-      db,
-      pool,
-      async query<T>(text: string, params: unknown[] = []) {
-        const result = await pool.query(text, encodeParameters(params));
-        return result.rows as T[];
-      },
-      async queryPrepared<T>(statement: PreparedStatement) {
-        const { genericPlan, values, ...query } = statement;
-        const result = await (genericPlan ? generic() : pool).query({ ...query, values: encodeParameters(values) });
-        return result.rows as T[];
-      },
-      async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-        const client = await pool.connect();
-        try {
-          await client.query('BEGIN');
-          const result = await work({
-            async query<R>(text: string, params: unknown[] = []) {
-              return (await client.query(text, encodeParameters(params))).rows as R[];
-            },
-          });
-          await client.query('COMMIT');
-          return result;
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          throw error;
-        } finally {
-          client.release();
-        }
-      },
-      async close() {
-        await pool.end();
-        await genericPool?.end();
-      },
-      background: () => database,
-    };
-    return database;
-  }
+  return options.databaseUrl ? openPostgres({ ...options, databaseUrl: options.databaseUrl }) : openPglite(options);
+}
 
+function openPostgres(options: OpenDatabaseOptions & { databaseUrl: string }): Database {
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: options.poolSize ?? 20,
+    application_name: options.applicationName ?? 'waygate',
+    ...(options.synchronousCommit === false ? { options: '-c synchronous_commit=off' } : {}),
+  });
+  // An idle client that errors (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  // Statements marked genericPlan run here. PostgreSQL otherwise re-plans a named statement on
+  // every execution while it judges custom plans cheaper: planning the direct send's statement
+  // took longer than running it (accepting throughput 1,640 -> 2,120/s with one plan).
+  let genericPool: pg.Pool | undefined;
+  const generic = (): pg.Pool => {
+    if (!genericPool) {
+      genericPool = new pg.Pool({
+        connectionString: options.databaseUrl,
+        max: Math.max(2, Math.ceil((options.poolSize ?? 20) / 2)),
+        application_name: `${options.applicationName ?? 'waygate'}-generic`,
+        options: `${GENERIC_PLAN_SETTINGS}${options.synchronousCommit === false ? ' -c synchronous_commit=off' : ''}`,
+      });
+      genericPool.on('error', () => undefined);
+    }
+    return genericPool;
+  };
+  const db = drizzlePg(pool, { schema }) as unknown as Db;
+  const database: Database = {
+    kind: 'postgres',
+    db,
+    pool,
+    async query<T>(text: string, params: unknown[] = []) {
+      const result = await pool.query(text, encodeParameters(params));
+      return result.rows as T[];
+    },
+    async queryPrepared<T>(statement: PreparedStatement) {
+      const { genericPlan, values, ...query } = statement;
+      const result = await (genericPlan ? generic() : pool).query({ ...query, values: encodeParameters(values) });
+      return result.rows as T[];
+    },
+    async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work({
+          async query<R>(text: string, params: unknown[] = []) {
+            return (await client.query(text, encodeParameters(params))).rows as R[];
+          },
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async close() {
+      await pool.end();
+      await genericPool?.end();
+    },
+    background: () => database,
+  };
+  return database;
+}
+
+async function openPglite(options: OpenDatabaseOptions): Promise<Database> {
   const inMemory = options.dataDir.startsWith('memory://');
   const lock = inMemory ? undefined : lockDataDir(options.dataDir);
   try {
