@@ -2,20 +2,16 @@ import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
 import { normalizePhone } from '../../platform/phone.js';
-import type { DeviceChatFilter, SandboxPayload, SandboxWorld } from '../../network/sandbox/world.js';
+import type { DeviceChatFilter, SandboxWorld } from '../../network/sandbox/world.js';
 import { ContactPresenceStateSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { normalizeChatId } from '../../conversations/chat-ids.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
-import { checkKind, referenceProblem, type KindInput } from '../../messaging/message-kinds.js';
-import { getMessage, getReferenced } from '../../messaging/message-store.js';
-import { deleteDecision, editContentProblem, editRefusal } from '../../messaging/message-actions.js';
 import { MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
-import type { MessageType } from '../../network/network.js';
-import type { FieldError } from '../../platform/errors.js';
 import { DeviceStore } from '../../devices/device-store.js';
 import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
+import { changePayload, incomingPayload, votePayload } from './sandbox-payloads.js';
 import { errorResponses, IdString, IdParams, KindBodyFields, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 40 });
@@ -102,103 +98,81 @@ function digits(value: string, field: string): string {
   return phone.digits;
 }
 
+/** What POST /sandbox/incoming plays: a message, or with `vote`, `edit`, `delete` or `presence` what the sender does instead. */
+const IncomingBody = Type.Object(
+  {
+    deviceId: IdString(),
+    from: Phone,
+    type: Type.Optional(MessageTypeSchema),
+    content: Type.String({ maxLength: MAX_TEXT_LENGTH }),
+    mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
+    ...KindBodyFields,
+    group: Type.Optional(
+      IdString({ description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
+    ),
+    presence: Type.Optional({
+      ...ContactPresenceStateSchema,
+      description:
+        "Play what the sender shows in their chat with the device, or (with `group`) in the group chat: typing, recording, online or offline (a chat.presence event; give no type and content \"\")",
+    }),
+    vote: Type.Optional(
+      Type.Object(
+        {
+          messageId: IdString(),
+          options: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 12, description: 'The current choice; [] takes the vote back' }),
+        },
+        {
+          additionalProperties: false,
+          description: "Play the sender's vote on a POLL the device sent them, or (with `group`) sent into a group chat they are a member of (then give no type and content \"\")",
+        },
+      ),
+    ),
+    edit: Type.Optional(
+      Type.Object(
+        { messageId: IdString(), content: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'The new text or caption' }) },
+        {
+          additionalProperties: false,
+          description: 'Play the sender editing a message they sent the device (within 15 minutes of it, else 409 NOT_EDITABLE; give no type and content "")',
+        },
+      ),
+    ),
+    delete: Type.Optional(
+      Type.Object(
+        { messageId: IdString() },
+        {
+          additionalProperties: false,
+          description: 'Play the sender deleting for everyone a message they sent the device (within 48 hours of it, else 409 NOT_DELETABLE; give no type and content "")',
+        },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
+/** What the sandbox's routes work with: the network, the database, and the check that a device is the caller's. */
+interface SandboxDeps {
+  world: SandboxWorld;
+  database: Database;
+  devices: DeviceStore;
+  ownDevice(accountId: string, deviceId: string): Promise<void>;
+}
+
 /** Test helpers that play the phone and the network. Only with NETWORK=sandbox; they touch only the caller's account. */
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; database: Database }> = async (app, { world, database }) => {
   const devices = new DeviceStore(database);
-
-  /**
-   * A vote by `from` on a poll the device sent into `chat` (`from` itself, or a group chat `from`
-   * is a member of): a choice among its options (one, unless the poll takes several).
-   */
-  const votePayload = async (
-    accountId: string,
-    deviceId: string,
-    chat: string,
-    vote: { messageId: string; options: string[] },
-    body: Record<string, unknown>,
-  ): Promise<SandboxPayload> => {
-    const errors: FieldError[] = [];
-    for (const field of ['type', 'mediaUrl', 'edit', 'delete', ...Object.keys(KindBodyFields)]) {
-      if (body[field] !== undefined) errors.push({ field, message: 'is not used with vote' });
-    }
-    if (body.content !== '') errors.push({ field: 'content', message: 'must be "" with vote' });
-    const poll = await getReferenced(database, accountId, vote.messageId);
-    const problem = referenceProblem(poll, [chat], deviceId, 'vote.messageId');
-    if (problem) errors.push(problem);
-    else if (poll!.type !== 'POLL' || !poll!.payload?.poll) errors.push({ field: 'vote.messageId', message: 'is not a POLL' });
-    const options = poll?.payload?.poll?.options ?? [];
-    vote.options.forEach((option, index) => {
-      if (!options.includes(option)) errors.push({ field: `vote.options[${index}]`, message: 'is not an option of the poll' });
-      else if (vote.options.indexOf(option) !== index) errors.push({ field: `vote.options[${index}]`, message: 'repeats an earlier option' });
-    });
-    if (poll?.payload?.poll && !poll.payload.poll.multiple && vote.options.length > 1) errors.push({ field: 'vote.options', message: 'the poll takes one option' });
-    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
-    return { vote: { networkMessageId: poll!.network_message_id, options: vote.options } };
-  };
-
-  /**
-   * The sender edits or deletes for everyone one of the messages they sent the device, with the
-   * real network's windows and errors (message-actions.ts, as PATCH and DELETE /messages/:id).
-   */
-  const changePayload = async (
-    accountId: string,
-    deviceId: string,
-    from: string,
-    change: { edit: { messageId: string; content: string } } | { delete: { messageId: string } },
-    body: Record<string, unknown>,
-  ): Promise<SandboxPayload> => {
-    const name = 'edit' in change ? 'edit' : 'delete';
-    const messageId = 'edit' in change ? change.edit.messageId : change.delete.messageId;
-    const errors: FieldError[] = [];
-    for (const field of ['type', 'mediaUrl', 'vote', ...Object.keys(KindBodyFields), ...(name === 'edit' ? ['delete'] : ['edit'])]) {
-      if (body[field] !== undefined) errors.push({ field, message: `is not used with ${name}` });
-    }
-    if (body.content !== '') errors.push({ field: 'content', message: `must be "" with ${name}` });
-    const target = await getMessage(database, accountId, messageId);
-    const problem = referenceProblem(target, [from], deviceId, `${name}.messageId`);
-    if (problem) errors.push(problem);
-    const contentProblem = 'edit' in change && target ? editContentProblem(target.type, change.edit.content) : undefined;
-    if (contentProblem) errors.push({ field: 'edit.content', message: contentProblem });
-    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
-    if ('edit' in change) {
-      const refusal = editRefusal(target!, 'other side');
-      if (refusal) throw new AppError('NOT_EDITABLE', refusal, { status: target!.status, type: target!.type });
-      return { edit: { networkMessageId: target!.network_message_id, content: change.edit.content } };
-    }
-    const decision = deleteDecision(target!, 'other side');
-    if (decision.kind === 'refuse') throw new AppError('NOT_DELETABLE', decision.reason, { status: target!.status, type: target!.type });
-    if (decision.kind !== 'revoke') throw new AppError('NOT_DELETABLE', 'The message was deleted for everyone already', { status: target!.status });
-    return { delete: { networkMessageId: target!.network_message_id } };
-  };
-
-  /**
-   * The kind fields of a message the phone sends into `chat` (`from` itself, or a group chat),
-   * checked as a send's are; a quote and a reaction point at a message of that chat, which the
-   * network knows by its network id.
-   */
-  const incomingPayload = async (accountId: string, deviceId: string, chat: string, type: MessageType, input: KindInput): Promise<SandboxPayload> => {
-    const errors: FieldError[] = [];
-    const { payload, replyTo, mentions } = checkKind(input, type, errors);
-    const { reaction, ...kind } = payload ?? {};
-    const result: SandboxPayload = { ...kind, ...(mentions ? { mentions } : {}) };
-    const refer = async (id: string, field: string): Promise<string | undefined> => {
-      const referenced = await getReferenced(database, accountId, id);
-      const problem = referenceProblem(referenced, [chat], deviceId, field);
-      if (problem) errors.push(problem);
-      return referenced?.network_message_id;
-    };
-    if (replyTo !== null) result.replyTo = await refer(replyTo, 'replyTo');
-    if (reaction?.messageId) {
-      const target = await refer(reaction.messageId, 'reaction.messageId');
-      if (target) result.reaction = { networkMessageId: target, emoji: reaction.emoji };
-    }
-    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
-    return result;
-  };
   const ownDevice = async (accountId: string, deviceId: string): Promise<void> => {
     if (!(await devices.owns(accountId, deviceId))) throw new AppError('NOT_FOUND', 'Device not found');
   };
+  const deps: SandboxDeps = { world, database, devices, ownDevice };
+  phoneRoutes(app, deps);
+  networkRoutes(app, deps);
+  receivedRoutes(app, deps);
+};
 
+/** The phone: scanning a device's QR code, and sending it messages (or voting, editing, deleting, showing presence). */
+function phoneRoutes(app: App, { world, database, devices, ownDevice }: SandboxDeps): void {
   app.post(
     '/sandbox/scan',
     {
@@ -236,55 +210,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
         operationId: 'sandboxIncoming',
         summary: 'Receive a message (sandbox)',
         description: 'Play an incoming message to a device.',
-        body: Type.Object(
-          {
-            deviceId: IdString(),
-            from: Phone,
-            type: Type.Optional(MessageTypeSchema),
-            content: Type.String({ maxLength: MAX_TEXT_LENGTH }),
-            mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
-            ...KindBodyFields,
-            group: Type.Optional(
-              IdString({ description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
-            ),
-            presence: Type.Optional({
-              ...ContactPresenceStateSchema,
-              description:
-                "Play what the sender shows in their chat with the device, or (with `group`) in the group chat: typing, recording, online or offline (a chat.presence event; give no type and content \"\")",
-            }),
-            vote: Type.Optional(
-              Type.Object(
-                {
-                  messageId: IdString(),
-                  options: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 12, description: 'The current choice; [] takes the vote back' }),
-                },
-                {
-                  additionalProperties: false,
-                  description: "Play the sender's vote on a POLL the device sent them, or (with `group`) sent into a group chat they are a member of (then give no type and content \"\")",
-                },
-              ),
-            ),
-            edit: Type.Optional(
-              Type.Object(
-                { messageId: IdString(), content: Type.String({ maxLength: MAX_TEXT_LENGTH, description: 'The new text or caption' }) },
-                {
-                  additionalProperties: false,
-                  description: 'Play the sender editing a message they sent the device (within 15 minutes of it, else 409 NOT_EDITABLE; give no type and content "")',
-                },
-              ),
-            ),
-            delete: Type.Optional(
-              Type.Object(
-                { messageId: IdString() },
-                {
-                  additionalProperties: false,
-                  description: 'Play the sender deleting for everyone a message they sent the device (within 48 hours of it, else 409 NOT_DELETABLE; give no type and content "")',
-                },
-              ),
-            ),
-          },
-          { additionalProperties: false },
-        ),
+        body: IncomingBody,
         response: { 202: successData(Type.Object({ networkMessageId: Type.String() })), ...errorResponses('NOT_FOUND', 'NOT_EDITABLE', 'NOT_DELETABLE') },
       },
     },
@@ -304,12 +230,12 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       const payload = presence
         ? { presence }
         : request.body.vote
-          ? await votePayload(accountId, request.body.deviceId, group ?? from, request.body.vote, request.body)
+          ? await votePayload(database, accountId, request.body.deviceId, group ?? from, request.body.vote, request.body)
           : edit
-            ? await changePayload(accountId, request.body.deviceId, from, { edit }, request.body)
+            ? await changePayload(database, accountId, request.body.deviceId, from, { edit }, request.body)
             : remove
-              ? await changePayload(accountId, request.body.deviceId, from, { delete: remove }, request.body)
-              : await incomingPayload(accountId, request.body.deviceId, group ?? from, type, request.body);
+              ? await changePayload(database, accountId, request.body.deviceId, from, { delete: remove }, request.body)
+              : await incomingPayload(database, accountId, request.body.deviceId, group ?? from, type, request.body);
       const networkMessageId = await world.addIncoming({
         deviceId: request.body.deviceId,
         from,
@@ -321,7 +247,10 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       return reply.status(202).send({ success: true as const, data: { networkMessageId } });
     },
   );
+}
 
+/** The network: group chats, and connections dropped and restored. */
+function networkRoutes(app: App, { world, ownDevice }: SandboxDeps): void {
   app.post(
     '/sandbox/groups',
     {
@@ -417,7 +346,10 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       return { success: true as const, data: { deviceId: request.params.id } };
     },
   );
+}
 
+/** What the network received from the account's devices: messages, read receipts, presence. */
+function receivedRoutes(app: App, { world }: SandboxDeps): void {
   app.get(
     '/sandbox/messages',
     {
@@ -483,4 +415,4 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
       return { success: true as const, data: items, meta: { total, page, limit } };
     },
   );
-};
+}
