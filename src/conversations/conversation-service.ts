@@ -6,7 +6,7 @@
  */
 import type { Database } from '../platform/database.js';
 import type { Bus } from '../platform/bus.js';
-import { AppError, validationError, type FieldError } from '../platform/errors.js';
+import { AppError, invalidFields, validationError, type FieldError } from '../platform/errors.js';
 import { normalizePhone } from '../platform/phone.js';
 import { escapeLike } from '../directory/contact-store.js';
 import { chooseDevice } from '../devices/device-choice.js';
@@ -156,7 +156,7 @@ export class ConversationService {
       if (!phone.ok) errors.push({ field: `phoneNumbers[${index}]`, message: phone.message });
       return phone.ok ? phone.digits : '';
     });
-    if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+    if (errors.length > 0) throw invalidFields(errors);
     const deviceId = await chooseDevice(this.database, accountId, input.deviceId);
     const unique = [...new Set(numbers)];
     const known = await cachedChecks(this.database, deviceId, unique);

@@ -2,7 +2,7 @@
 import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters, unsafeTextProblem } from '../platform/text.js';
 import { CONTACT_NAME_MAX } from '../platform/text-limits.js';
 import type { Database } from '../platform/database.js';
-import { AppError, type FieldError } from '../platform/errors.js';
+import { AppError, invalidFields, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { isUniqueViolation } from './accounts.js';
 import { normalizePhone, phoneSearchDigits } from '../platform/phone.js';
@@ -54,7 +54,7 @@ export function checkName(input: string, max = CONTACT_NAME_MAX): NameCheck {
 
 export function validateName(input: string, field = 'name', max = CONTACT_NAME_MAX): string {
   const result = checkName(input, max);
-  if (!result.ok) throw new AppError('VALIDATION_ERROR', `${field} ${result.message}`, [{ field, message: result.message }]);
+  if (!result.ok) throw invalidFields([{ field, message: result.message }]);
   return result.name;
 }
 
@@ -69,7 +69,7 @@ export function isPossibleId(id: string): boolean {
 
 export function validatePhone(input: string, field = 'phoneNumber'): string {
   const result = normalizePhone(input);
-  if (!result.ok) throw new AppError('VALIDATION_ERROR', `${field} ${result.message}`, [{ field, message: result.message }]);
+  if (!result.ok) throw invalidFields([{ field, message: result.message }]);
   return result.digits;
 }
 

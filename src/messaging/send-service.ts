@@ -6,7 +6,7 @@
  * outcomes in outcomes.ts.
  */
 import type { Database } from '../platform/database.js';
-import { AppError, type FieldError } from '../platform/errors.js';
+import { AppError, invalidFields, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { messageTransitions } from '../platform/metrics.js';
 import { isMediaType, type MessageRef, type MessageType } from '../network/network.js';
@@ -158,10 +158,7 @@ export function validateSend(input: SendInput, now: Date = new Date()): ValidSen
     if (kind.replyTo !== null) errors.push({ field: 'replyTo', message: "quotes a message of one chat: give that chat as the only recipient" });
   }
   const scheduledAt = checkSchedule(input.scheduledAt, now, errors);
-  if (errors.length > 0) {
-    const first = errors[0]!;
-    throw new AppError('VALIDATION_ERROR', `${first.field} ${first.message}`, errors);
-  }
+  if (errors.length > 0) throw invalidFields(errors);
   return { type, content, mediaUrl, ...kind, recipients, groupIds, scheduledAt, deviceId: input.deviceId };
 }
 
@@ -191,7 +188,7 @@ export class MessageService {
     const valid = validateSend(input, now);
     if (valid.mediaUrl !== null && isMediaType(valid.type)) {
       const problem = await uploadProblem(this.database, accountId, valid.mediaUrl, valid.type);
-      if (problem) throw new AppError('VALIDATION_ERROR', `${problem.field} ${problem.message}`, [problem]);
+      if (problem) throw invalidFields([problem]);
     }
     const scheduled = valid.scheduledAt !== null && valid.scheduledAt.getTime() > now.getTime();
     if (!isBulk(valid.groupIds, valid.recipients)) return this.sendDirect(accountId, await this.withReference(accountId, valid), scheduled, now);
@@ -207,7 +204,7 @@ export class MessageService {
     if (id === null || id === undefined) return { ...valid, reference: null };
     const referenced = await store.getReferenced(this.database, accountId, id);
     const problem = referenceProblem(referenced, valid.recipients, valid.deviceId, field);
-    if (problem) throw new AppError('VALIDATION_ERROR', `${problem.field} ${problem.message}`, [problem]);
+    if (problem) throw invalidFields([problem]);
     return { ...valid, deviceId: referenced!.device_id, reference: store.messageRefOf(referenced!) };
   }
 

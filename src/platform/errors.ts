@@ -59,5 +59,8 @@ export class AppError extends Error {
 
 export const notFound = (what: string): AppError => new AppError('NOT_FOUND', `${what} not found`);
 
+/** A VALIDATION_ERROR for the field errors found (at least one), its message the first one's ("to must …"). */
+export const invalidFields = (errors: FieldError[]): AppError => new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+
 export const validationError = (field: string, message: string): AppError =>
   new AppError('VALIDATION_ERROR', `${field}: ${message}`, [{ field, message }]);

@@ -11,7 +11,7 @@ import { checkKind, referenceProblem, type KindInput } from '../../messaging/mes
 import { getMessage, getReferenced } from '../../messaging/message-store.js';
 import { deleteDecision, editContentProblem, editRefusal } from '../../messaging/message-actions.js';
 import type { MessageType } from '../../network/network.js';
-import { AppError, type FieldError } from '../../platform/errors.js';
+import { AppError, invalidFields, type FieldError } from '../../platform/errors.js';
 import { KindBodyFields } from '../schemas.js';
 
 /**
@@ -41,7 +41,7 @@ export async function votePayload(
     else if (vote.options.indexOf(option) !== index) errors.push({ field: `vote.options[${index}]`, message: 'repeats an earlier option' });
   });
   if (poll?.payload?.poll && !poll.payload.poll.multiple && vote.options.length > 1) errors.push({ field: 'vote.options', message: 'the poll takes one option' });
-  if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+  if (errors.length > 0) throw invalidFields(errors);
   return { vote: { networkMessageId: poll!.network_message_id, options: vote.options } };
 }
 
@@ -69,7 +69,7 @@ export async function changePayload(
   if (problem) errors.push(problem);
   const contentProblem = 'edit' in change && target ? editContentProblem(target.type, change.edit.content) : undefined;
   if (contentProblem) errors.push({ field: 'edit.content', message: contentProblem });
-  if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+  if (errors.length > 0) throw invalidFields(errors);
   if ('edit' in change) {
     const refusal = editRefusal(target!, 'other side');
     if (refusal) throw new AppError('NOT_EDITABLE', refusal, { status: target!.status, type: target!.type });
@@ -102,6 +102,6 @@ export async function incomingPayload(database: Database, accountId: string, dev
     const target = await refer(reaction.messageId, 'reaction.messageId');
     if (target) result.reaction = { networkMessageId: target, emoji: reaction.emoji };
   }
-  if (errors.length > 0) throw new AppError('VALIDATION_ERROR', `${errors[0]!.field} ${errors[0]!.message}`, errors);
+  if (errors.length > 0) throw invalidFields(errors);
   return result;
 }

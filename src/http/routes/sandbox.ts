@@ -1,12 +1,12 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../platform/database.js';
-import { normalizePhone } from '../../platform/phone.js';
+import { validatePhone } from '../../directory/contacts.js';
 import type { DeviceChatFilter, SandboxWorld } from '../../network/sandbox/world.js';
 import { ContactPresenceStateSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { normalizeChatId } from '../../conversations/chat-ids.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
-import { MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
+import { MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../messaging/message-limits.js';
 import { DeviceStore } from '../../devices/device-store.js';
 import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
@@ -92,12 +92,6 @@ const SandboxMessage = Type.Object({
   readAt: NullableTimestamp,
 }, { title: 'SandboxMessage' });
 
-function digits(value: string, field: string): string {
-  const phone = normalizePhone(value);
-  if (!phone.ok) throw new AppError('VALIDATION_ERROR', `${field} ${phone.message}`, [{ field, message: phone.message }]);
-  return phone.digits;
-}
-
 /** What POST /sandbox/incoming plays: a message, or with `vote`, `edit`, `delete` or `presence` what the sender does instead. */
 const IncomingBody = Type.Object(
   {
@@ -119,7 +113,7 @@ const IncomingBody = Type.Object(
       Type.Object(
         {
           messageId: IdString(),
-          options: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 12, description: 'The current choice; [] takes the vote back' }),
+          options: Type.Array(Type.String({ maxLength: POLL_OPTIONS.maxLength }), { maxItems: POLL_OPTIONS.max, description: 'The current choice; [] takes the vote back' }),
         },
         {
           additionalProperties: false,
@@ -188,7 +182,7 @@ function phoneRoutes(app: App, { world, database, devices, ownDevice }: SandboxD
     },
     async (request) => {
       const { accountId } = auth(request);
-      const phoneNumber = digits(request.body.phoneNumber, 'phoneNumber');
+      const phoneNumber = validatePhone(request.body.phoneNumber, 'phoneNumber');
       const shownFor = await world.qrCodeDevice(request.body.code);
       if (!shownFor || !(await devices.owns(accountId, shownFor))) throw new AppError('NOT_FOUND', 'No device of this account shows that QR code');
       const result = await world.scan(request.body.code, phoneNumber);
@@ -217,7 +211,7 @@ function phoneRoutes(app: App, { world, database, devices, ownDevice }: SandboxD
     async (request, reply) => {
       const { accountId } = auth(request);
       await ownDevice(accountId, request.body.deviceId);
-      const from = digits(request.body.from, 'from');
+      const from = validatePhone(request.body.from, 'from');
       const type = request.body.type ?? 'TEXT';
       const { group, edit, delete: remove, presence } = request.body;
       if (group !== undefined) {
@@ -286,7 +280,7 @@ function networkRoutes(app: App, { world, ownDevice }: SandboxDeps): void {
       await ownDevice(accountId, deviceId);
       const [phone] = await world.phones([deviceId]);
       if (!phone || phone.state === 'unlinked') throw new AppError('CONFLICT', 'The device is not linked to a phone yet: scan its QR code first (POST /sandbox/scan)');
-      const members = [...new Set(request.body.members.map((m, index) => digits(m, `members[${index}]`)))];
+      const members = [...new Set(request.body.members.map((m, index) => validatePhone(m, `members[${index}]`)))];
       const group = await world.createGroup({ accountId, deviceId, ownNumber: phone.phone_number, name: name.trim() || name, members });
       return reply.status(201).send({ success: true as const, data: group });
     },
@@ -367,7 +361,7 @@ function receivedRoutes(app: App, { world }: SandboxDeps): void {
       const { accountId } = auth(request);
       const { page = 1, to, deviceId } = request.query;
       const limit = Math.min(request.query.limit ?? 50, 1000);
-      const { total, items } = await world.listMessages(accountId, { to: to ? digits(to, 'to') : undefined, deviceId }, limit, (page - 1) * limit);
+      const { total, items } = await world.listMessages(accountId, { to: to ? validatePhone(to, 'to') : undefined, deviceId }, limit, (page - 1) * limit);
       return { success: true as const, data: items, meta: { total, page, limit } };
     },
   );
