@@ -6,7 +6,7 @@
  */
 import { hash } from 'node:crypto';
 import type { Database } from '../platform/database.js';
-import { AppError } from '../platform/errors.js';
+import { AppError, invalidFields } from '../platform/errors.js';
 
 export interface StoredResponse {
   statusCode: number;
@@ -36,8 +36,7 @@ export class IdempotencyService {
 
   async run(accountId: string, key: string, body: unknown, work: () => Promise<StoredResponse>): Promise<StoredResponse & { replayed: boolean }> {
     if (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-      const message = `must have 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
-      throw new AppError('VALIDATION_ERROR', `Idempotency-Key ${message}`, [{ field: 'Idempotency-Key', message }]);
+      throw invalidFields([{ field: 'Idempotency-Key', message: `must have 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters` }]);
     }
     const requestHash = hashBody(body);
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
