@@ -388,11 +388,10 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
  * could be served by any index that holds the id. While the claim holds, nothing else updates the
  * row; a row claimed since by another worker has moved, and the version at the old address is no
  * longer visible, so it is not updated (nor is another row that took that address: its id
- * differs). That id check compares bytes (COLLATE "C"), which no index (all in the database's
- * collation) can serve: an id comparison an index could serve made a walk of the primary key a
- * way to the rows again. A rewrite of the table in between (VACUUM FULL) moves every row: those
- * outcomes are then not recorded, the claims run out, and the deliveries are sent again (at
- * least once, as ever).
+ * differs). That id check compares an expression of the id (`d.id || ''`) that no index holds:
+ * an id comparison an index could serve made a walk of the primary key a way to the rows again.
+ * A rewrite of the table in between (VACUUM FULL) moves every row: those outcomes are then not
+ * recorded, the claims run out, and the deliveries are sent again (at least once, as ever).
  */
 export async function recordOutcomes(db: Queryable, workerId: string, batch: OutcomeRecord[]): Promise<void> {
   await db.query(
@@ -404,7 +403,7 @@ export async function recordOutcomes(db: Queryable, workerId: string, batch: Out
               last_status_code = o.status_code, last_error = CASE WHEN o.status = 'SUCCEEDED' THEN NULL ELSE o.error END,
               delivered_at = CASE WHEN o.status = 'SUCCEEDED' THEN o.attempted_at ELSE d.delivered_at END,
               ${CLEAR_CLAIM}
-         FROM o WHERE d.ctid = ANY ($12::tid[]) AND d.ctid = o.address AND d.id = o.id COLLATE "C" AND d.claimed_by = $10
+         FROM o WHERE d.ctid = ANY ($12::tid[]) AND d.ctid = o.address AND d.id || '' = o.id AND d.claimed_by = $10
        RETURNING d.id, d.endpoint_id),
      attempts AS (
        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, response_excerpt, error)
