@@ -1,7 +1,9 @@
 /**
  * Drizzle schema: the single description of the tables. SQL migrations under drizzle/ are
  * generated from it (`npm run db:generate`); hand-written parts (extensions, trigram indexes,
- * counter triggers) live in their own custom migrations.
+ * counter triggers) live in their own custom migrations. Identifier columns (id, *_id, peer,
+ * lid, peer_lid, reply_to) are text COLLATE "C" (migration 0057), which Drizzle's column types do
+ * not say: a migration that adds one writes the collation, and test/schema-rules.test.ts checks it.
  */
 import { bigint, boolean, customType, date, index, integer, jsonb, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
