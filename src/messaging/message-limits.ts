@@ -9,6 +9,8 @@
 export const DIRECT_SEND_MAX = 10;
 /** A TEXT message's text, and an edit's. */
 export const MAX_TEXT_LENGTH = 4096;
+/** A message's mediaUrl. */
+export const MAX_MEDIA_URL_LENGTH = 2048;
 /** The caption of an IMAGE, VIDEO or DOCUMENT. */
 export const MAX_CAPTION_LENGTH = 1024;
 /** Contact cards of a CONTACT message. */

@@ -5,7 +5,7 @@ import type { BulkJobService, MessageService } from '../../messaging/send-servic
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
 import { errorResponses, IdString, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
-import { DIRECT_SEND_MAX, MAX_CAPTION_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
+import { DIRECT_SEND_MAX, MAX_CAPTION_LENGTH, MAX_MEDIA_URL_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
 const MessageStatus = MessageStatusSchema;
@@ -29,7 +29,7 @@ const SendBody = Type.Object(
       }),
     ),
     mediaUrl: Type.Optional(
-      Type.String({ maxLength: 2048, description: 'http(s) URL, fetched when sending; required for IMAGE, VIDEO, DOCUMENT, AUDIO, STICKER (WebP, at most 1 MB)' }),
+      Type.String({ maxLength: MAX_MEDIA_URL_LENGTH, description: 'http(s) URL, fetched when sending; required for IMAGE, VIDEO, DOCUMENT, AUDIO, STICKER (WebP, at most 1 MB)' }),
     ),
     ...KindBodyFields,
     recipients: Type.Optional(Type.Array(Phone, { maxItems: 100_000, description: 'Phone numbers in E.164, as digits' })),

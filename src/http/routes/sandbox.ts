@@ -6,7 +6,7 @@ import type { DeviceChatFilter, SandboxWorld } from '../../network/sandbox/world
 import { ContactPresenceStateSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { normalizeChatId } from '../../conversations/chat-ids.js';
 import { MessageTypeSchema } from '../../messaging/message-record.js';
-import { MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../messaging/message-limits.js';
+import { MAX_MEDIA_URL_LENGTH, MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../messaging/message-limits.js';
 import { DeviceStore } from '../../devices/device-store.js';
 import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
@@ -99,7 +99,7 @@ const IncomingBody = Type.Object(
     from: Phone,
     type: Type.Optional(MessageTypeSchema),
     content: Type.String({ maxLength: MAX_TEXT_LENGTH }),
-    mediaUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL' })),
+    mediaUrl: Type.Optional(Type.String({ maxLength: MAX_MEDIA_URL_LENGTH, description: 'http(s) URL' })),
     ...KindBodyFields,
     group: Type.Optional(
       IdString({ description: 'A group chat of the device (POST /sandbox/groups) that `from`, a member, writes in' }),
