@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
 import { isPossiblePhoneNumber } from 'libphonenumber-js';
-import { normalizePhone, phoneSearchDigits } from '../src/platform/phone.js';
+import { lengthDecidedCallingCodes, normalizePhone, phoneSearchDigits } from '../src/platform/phone.js';
 import { hashPassword, verifyPassword } from '../src/directory/passwords.js';
 import { AppError, ERROR_STATUS, codeToStatus } from '../src/platform/errors.js';
 import { deleteDecision, editContentProblem, editRefusal } from '../src/messaging/message-actions.js';
@@ -171,6 +171,30 @@ describe('phone numbers', () => {
       for (let length = 7 + next(9); digits.length < length; ) digits += String(next(10));
       samples.push(digits);
     }
+    const differing = samples.filter((digits) => normalizePhone(digits).ok !== isPossiblePhoneNumber(`+${digits}`));
+    expect(differing).toEqual([]);
+  });
+
+  it('answers by length only where the length decides, over every calling code and length', () => {
+    // normalizePhone asks the library once per (calling code, national length) where the code has
+    // one country and its national prefix pattern does not match: these samples put national
+    // prefixes and their look-alikes right after every known code, at every length. Two numbers of
+    // one key that the library answers differently would leave one of them differing here.
+    expect(lengthDecidedCallingCodes()).toBeGreaterThan(150);
+    let seed = 7;
+    const next = (n: number): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % n;
+    const starts = ['0', '1', '8', '9', '00', '01', '07', '80', '', '', '', ''];
+    const samples: string[] = [];
+    for (let code = 1; code <= 999; code++) {
+      for (let length = 7; length <= 15; length++) {
+        for (const start of starts) {
+          let digits = `${code}${start}`;
+          while (digits.length < length) digits += String(next(10));
+          if (digits.length === length) samples.push(digits);
+        }
+      }
+    }
+    expect(samples.length).toBeGreaterThan(100_000);
     const differing = samples.filter((digits) => normalizePhone(digits).ok !== isPossiblePhoneNumber(`+${digits}`));
     expect(differing).toEqual([]);
   });
