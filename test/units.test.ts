@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
 import { isPossiblePhoneNumber } from 'libphonenumber-js';
 import { lengthDecidedCallingCodes, normalizePhone, phoneSearchDigits } from '../src/platform/phone.js';
+import { numberProblem } from '../dashboard/src/recipients.js';
 import { hashPassword, verifyPassword } from '../src/directory/passwords.js';
 import { AppError, ERROR_STATUS, codeToStatus } from '../src/platform/errors.js';
 import { deleteDecision, editContentProblem, editRefusal } from '../src/messaging/message-actions.js';
@@ -197,6 +198,23 @@ describe('phone numbers', () => {
     expect(samples.length).toBeGreaterThan(100_000);
     const differing = samples.filter((digits) => normalizePhone(digits).ok !== isPossiblePhoneNumber(`+${digits}`));
     expect(differing).toEqual([]);
+  });
+
+  it("words the server's refusals on the dashboard's Send page, and refuses nothing else", () => {
+    const words: Record<string, string | null> = {
+      '+62 812-3456-7890': null,
+      '+': 'has letters or symbols: use digits, spaces, + and -',
+      '+62 812 CALL': 'has letters or symbols: use digits, spaces, + and -',
+      '12345': 'is too short',
+      '1234567890123456': 'is too long',
+      '0812 3456 7890': 'starts with 0: write it with the country code, e.g. +62 812…',
+      '+999 1234 5678': 'does not start with a known country code',
+      '+1 234 567': 'is too short for its country',
+    };
+    for (const [raw, expected] of Object.entries(words)) expect(numberProblem(raw), raw).toBe(expected);
+    for (const raw of ['+44 7911 123456', '+1 415 555 0123', '+40 0088 978 293', '+7 123', '+290 8067 1']) {
+      expect(numberProblem(raw) === null, raw).toBe(normalizePhone(raw).ok);
+    }
   });
 
   it('reads phone-like searches as digits', () => {

@@ -1,10 +1,11 @@
 /**
- * The Send page's numbers, checked as they are typed with libphonenumber-js, by the rule the
- * server applies (src/platform/phone.ts: punctuation stripped, 7–15 digits, a country code, a
- * possible length for that country), but said in plain words and by line: "line 2: 12345 is too
+ * The Send page's numbers, checked as they are typed by the server's own rule
+ * (src/platform/phone.ts: punctuation stripped, 7–15 digits, a country code, a possible length for
+ * that country, by libphonenumber-js), but said in plain words and by line: "line 2: 12345 is too
  * short".
  */
-import { isPossiblePhoneNumber, validatePhoneNumberLength } from 'libphonenumber-js';
+import { validatePhoneNumberLength } from 'libphonenumber-js';
+import { normalizePhone, type PhoneResult } from '../../src/platform/phone.js';
 
 export interface NumberLine {
   /** 1-based line (or position, for numbers separated by commas on one line). */
@@ -14,25 +15,32 @@ export interface NumberLine {
   problem: string | null;
 }
 
-const PUNCTUATION = /[\s\-.()+]/g;
-
-/** Why a number would be refused, in plain words; null when it is fine. */
+/** Why the server would refuse a number, in plain words; null when it takes it. */
 export function numberProblem(raw: string): string | null {
-  const digits = raw.replace(PUNCTUATION, '');
-  if (!/^\d+$/.test(digits)) return 'has letters or symbols: use digits, spaces, + and -';
-  if (digits.startsWith('0')) return 'starts with 0: write it with the country code, e.g. +62 812…';
-  if (digits.length < 7) return 'is too short';
-  if (digits.length > 15) return 'is too long';
-  if (isPossiblePhoneNumber(`+${digits}`)) return null;
-  switch (validatePhoneNumberLength(`+${digits}`)) {
-    case 'INVALID_COUNTRY':
-      return 'does not start with a known country code';
-    case 'TOO_SHORT':
-      return 'is too short for its country';
-    case 'TOO_LONG':
-      return 'is too long for its country';
-    default:
-      return 'is not a possible number for its country';
+  return problemInWords(normalizePhone(raw));
+}
+
+function problemInWords(result: PhoneResult): string | null {
+  if (result.ok) return null;
+  switch (result.problem) {
+    case 'NO_DIGITS':
+    case 'CHARACTERS':
+      return 'has letters or symbols: use digits, spaces, + and -';
+    case 'TRUNK_PREFIX':
+      return 'starts with 0: write it with the country code, e.g. +62 812…';
+    case 'LENGTH':
+      return result.digits.length < 7 ? 'is too short' : 'is too long';
+    case 'NOT_POSSIBLE':
+      switch (validatePhoneNumberLength(`+${result.digits}`)) {
+        case 'INVALID_COUNTRY':
+          return 'does not start with a known country code';
+        case 'TOO_SHORT':
+          return 'is too short for its country';
+        case 'TOO_LONG':
+          return 'is too long for its country';
+        default:
+          return 'is not a possible number for its country';
+      }
   }
 }
 
@@ -48,8 +56,9 @@ export function readNumbers(text: string): { lines: NumberLine[]; unique: string
     for (const part of row.split(/[,;]+/)) {
       const raw = part.trim();
       if (!raw) continue;
-      const problem = numberProblem(raw);
-      const digits = raw.replace(PUNCTUATION, '');
+      const result = normalizePhone(raw);
+      const { digits } = result;
+      const problem = problemInWords(result);
       lines.push({ line: index + 1, raw, digits, problem });
       if (!problem && !seen.has(digits)) {
         seen.add(digits);

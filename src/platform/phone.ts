@@ -2,27 +2,31 @@
  * Phone numbers are stored as E.164 digits without '+' ("6281234567890"). Input may carry '+',
  * spaces, dashes, dots and parentheses, which are stripped; the rest must be 7–15 digits that
  * libphonenumber-js accepts as a possible number (a known country code, a plausible length).
+ * The API and the dashboard's Send page both judge numbers here; the page words the reason.
  */
 import { Metadata, parsePhoneNumberWithError } from 'libphonenumber-js';
 
-export type PhoneResult = { ok: true; digits: string } | { ok: false; message: string };
+/** Why a number is refused, in the order the checks run. */
+export type PhoneProblem = 'NO_DIGITS' | 'CHARACTERS' | 'LENGTH' | 'TRUNK_PREFIX' | 'NOT_POSSIBLE';
+
+export type PhoneResult = { ok: true; digits: string } | { ok: false; problem: PhoneProblem; digits: string; message: string };
 
 const PUNCTUATION = /[\s\-.()+]/g;
 
 export function normalizePhone(input: string): PhoneResult {
   const digits = input.replace(PUNCTUATION, '');
-  if (digits.length === 0) return { ok: false, message: 'must contain digits' };
+  if (digits.length === 0) return { ok: false, problem: 'NO_DIGITS', digits, message: 'must contain digits' };
   if (!/^\d+$/.test(digits)) {
-    return { ok: false, message: 'may contain only digits, spaces, +, -, . and parentheses' };
+    return { ok: false, problem: 'CHARACTERS', digits, message: 'may contain only digits, spaces, +, -, . and parentheses' };
   }
   if (digits.length < 7 || digits.length > 15) {
-    return { ok: false, message: `must have 7 to 15 digits in E.164 form (got ${digits.length})` };
+    return { ok: false, problem: 'LENGTH', digits, message: `must have 7 to 15 digits in E.164 form (got ${digits.length})` };
   }
   if (digits.startsWith('0')) {
-    return { ok: false, message: 'must start with the country code (E.164), not a 0 trunk prefix' };
+    return { ok: false, problem: 'TRUNK_PREFIX', digits, message: 'must start with the country code (E.164), not a 0 trunk prefix' };
   }
   if (!isPossible(digits)) {
-    return { ok: false, message: 'is not a possible phone number for its country code' };
+    return { ok: false, problem: 'NOT_POSSIBLE', digits, message: 'is not a possible phone number for its country code' };
   }
   return { ok: true, digits };
 }
