@@ -1,5 +1,6 @@
 /** Shared JSON schemas (TypeBox): one source for validation, serialisation and OpenAPI. */
 import Type, { type TSchema } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ERROR_STATUS, type ErrorCode } from '../platform/errors.js';
 import { DateTime } from '../platform/record-schema.js';
 import { ContactCardSchema, LocationSchema } from '../messaging/message-record.js';
@@ -125,3 +126,6 @@ export const KindBodyFields = {
   replyTo: Type.Optional(IdString({ description: "Any type but REACTION: the id of a message of the account in the same chat, quoted (a group member's message is in the group chat: send to it with chatIds)" })),
   mentions: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: MAX_MENTIONS, description: 'Any type but REACTION: phone numbers mentioned' })),
 };
+
+/** The app a route module registers its routes on (TypeBox's type provider), for the functions it splits them into. */
+export type RouteApp = Parameters<FastifyPluginAsyncTypebox>[0];

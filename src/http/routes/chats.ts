@@ -6,7 +6,7 @@ import { MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
 import { ChatDetailSchema, ChatSchema, ChatTypeSchema, NumberCheckSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
 import { MessageSchema } from '../../messaging/message-record.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdString, ListingMeta, ListingQuery, successData } from '../schemas.js';
+import { errorResponses, IdString, ListingMeta, ListingQuery, successData, type RouteApp } from '../schemas.js';
 
 const ChatParams = Type.Object({ chatId: IdString({ description: 'A number, <digits>@lid, or a group id <digits>@g.us' }) });
 const DeviceQuery = {
@@ -15,6 +15,13 @@ const DeviceQuery = {
 const Limit = Type.Optional(Type.Integer({ minimum: 1, default: 50, description: 'Items per page; values above 100 are clamped to 100' }));
 
 export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationService }> = async (app, { conversations }) => {
+  chatReadingRoutes(app, conversations);
+  chatActionRoutes(app, conversations);
+  numberCheckRoute(app, conversations);
+};
+
+/** The chats and their history: listed, read, paged back. */
+function chatReadingRoutes(app: RouteApp, conversations: ConversationService): void {
   app.get(
     '/chats',
     {
@@ -83,6 +90,10 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     },
   );
 
+}
+
+/** What the device does in a chat: marks it read, shows typing or recording. */
+function chatActionRoutes(app: RouteApp, conversations: ConversationService): void {
   app.post(
     '/chats/:chatId/read',
     {
@@ -123,6 +134,10 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     }),
   );
 
+}
+
+/** POST /numbers/check: which numbers have WhatsApp. */
+function numberCheckRoute(app: RouteApp, conversations: ConversationService): void {
   app.post(
     '/numbers/check',
     {
@@ -142,4 +157,4 @@ export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: Conversation
     },
     async (request) => ({ success: true as const, data: await conversations.checkNumbers(auth(request).accountId, request.body) }),
   );
-};
+}

@@ -5,7 +5,7 @@ import { CONTROL_CHARACTERS_MESSAGE, hasControlCharacters } from '../../platform
 import { AppError } from '../../platform/errors.js';
 import { CONTACT_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
-import { errorResponses, FieldErrorSchema, IdParams, PageMeta, PageQuery, SuccessOnly, successData, Timestamp } from '../schemas.js';
+import { errorResponses, FieldErrorSchema, IdParams, PageMeta, PageQuery, SuccessOnly, successData, Timestamp, type RouteApp } from '../schemas.js';
 
 /**
  * The shared page/limit query with an upper bound on page: without one, page=1e300 passes as an
@@ -42,8 +42,6 @@ const ImportReportSchema = Type.Object({
   rejected: Type.Array(Type.Object({ line: Type.Integer(), errors: Type.Array(FieldErrorSchema) })),
 }, { title: 'ContactImportReport' });
 
-type App = Parameters<FastifyPluginAsyncTypebox>[0];
-
 export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService }> = async (app, { contacts }) => {
   collectionRoutes(app, contacts);
   importRoutes(app, contacts);
@@ -51,7 +49,7 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ contacts: ContactService
 };
 
 /** Listing and searching contacts, and creating one. */
-function collectionRoutes(app: App, contacts: ContactService): void {
+function collectionRoutes(app: RouteApp, contacts: ContactService): void {
   app.get(
     '/contacts',
     {
@@ -99,7 +97,7 @@ function collectionRoutes(app: App, contacts: ContactService): void {
 }
 
 /** Importing contacts from CSV. */
-function importRoutes(app: App, contacts: ContactService): void {
+function importRoutes(app: RouteApp, contacts: ContactService): void {
   app.post(
     '/contacts/import',
     {
@@ -132,7 +130,7 @@ function importRoutes(app: App, contacts: ContactService): void {
 }
 
 /** Reading, changing and deleting one contact. */
-function contactItemRoutes(app: App, contacts: ContactService): void {
+function contactItemRoutes(app: RouteApp, contacts: ContactService): void {
   app.get(
     '/contacts/:id',
     {

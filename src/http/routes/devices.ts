@@ -5,7 +5,7 @@ import { DeviceSchema, DeviceStatusSchema } from '../../devices/device-record.js
 import { PROXY_URL_MAX } from '../../devices/device-proxy.js';
 import { DEVICE_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdParams, PageQuery, successData, successPage, Timestamp, type RouteApp } from '../schemas.js';
 
 /** The device record is defined once (devices/device-record.ts); re-exported for the route's readers. */
 export { DeviceSchema };
@@ -29,6 +29,12 @@ const PairingCodeSchema = Type.Object({
 }, { title: 'PairingCode' });
 
 export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }> = async (app, { devices }) => {
+  deviceRecordRoutes(app, devices);
+  linkingRoutes(app, devices);
+};
+
+/** The account's devices: listed, added, read, renamed and removed. */
+function deviceRecordRoutes(app: RouteApp, devices: DeviceService): void {
   app.get(
     '/devices',
     {
@@ -96,6 +102,25 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
     async (request) => ({ success: true as const, data: await devices.update(auth(request).accountId, request.params.id, request.body) }),
   );
 
+  app.delete(
+    '/devices/:id',
+    {
+      config: { scope: 'devices:write' },
+      schema: {
+        tags: ['devices'],
+        operationId: 'deleteDevice',
+        summary: 'Remove a device',
+        description: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_REMOVED and are refunded).',
+        params: IdParams,
+        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
+      },
+    },
+    async (request) => ({ success: true as const, data: await devices.remove(auth(request).accountId, request.params.id) }),
+  );
+}
+
+/** Linking a device to its phone: the QR code, a pairing code, reconnecting. */
+function linkingRoutes(app: RouteApp, devices: DeviceService): void {
   app.get(
     '/devices/:id/qr',
     {
@@ -155,19 +180,4 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<{ devices: DeviceService }>
     async (request) => ({ success: true as const, data: await devices.reconnect(auth(request).accountId, request.params.id) }),
   );
 
-  app.delete(
-    '/devices/:id',
-    {
-      config: { scope: 'devices:write' },
-      schema: {
-        tags: ['devices'],
-        operationId: 'deleteDevice',
-        summary: 'Remove a device',
-        description: 'Unlink and remove a device (its messages stay; waiting ones fail with DEVICE_REMOVED and are refunded).',
-        params: IdParams,
-        response: { 200: successData(DeviceSchema), ...errorResponses('FORBIDDEN', 'NOT_FOUND') },
-      },
-    },
-    async (request) => ({ success: true as const, data: await devices.remove(auth(request).accountId, request.params.id) }),
-  );
-};
+}

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { GroupService } from '../../directory/groups.js';
 import { GROUP_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdString, IdParams, SuccessOnly, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdString, IdParams, SuccessOnly, successData, successPage, Timestamp, type RouteApp } from '../schemas.js';
 import { BoundedPageQuery, ContactSchema } from './contacts.js';
 
 const GroupSchema = Type.Object({
@@ -29,8 +29,6 @@ const MembersQuery = Type.Object(
 );
 const MemberParams = Type.Object({ id: IdString(), contactId: IdString() });
 
-type App = Parameters<FastifyPluginAsyncTypebox>[0];
-
 export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = async (app, { groups }) => {
   collectionRoutes(app, groups);
   groupItemRoutes(app, groups);
@@ -38,7 +36,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ groups: GroupService }> = 
 };
 
 /** Listing groups and creating one. */
-function collectionRoutes(app: App, groups: GroupService): void {
+function collectionRoutes(app: RouteApp, groups: GroupService): void {
   app.get(
     '/groups',
     {
@@ -69,7 +67,7 @@ function collectionRoutes(app: App, groups: GroupService): void {
 }
 
 /** Reading, renaming and deleting one group. */
-function groupItemRoutes(app: App, groups: GroupService): void {
+function groupItemRoutes(app: RouteApp, groups: GroupService): void {
   app.get(
     '/groups/:id',
     {
@@ -110,7 +108,7 @@ function groupItemRoutes(app: App, groups: GroupService): void {
 }
 
 /** A group's members: listing, adding, removing. */
-function memberRoutes(app: App, groups: GroupService): void {
+function memberRoutes(app: RouteApp, groups: GroupService): void {
   app.get(
     '/groups/:id/contacts',
     {

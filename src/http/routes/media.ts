@@ -17,7 +17,7 @@ import { getMessage } from '../../messaging/message-store.js';
 import { FORM_OVERHEAD, readFormFile } from '../multipart.js';
 import { DATA_CSP } from '../security-headers.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdParams, successData, successPage } from '../schemas.js';
+import { errorResponses, IdParams, successData, successPage, type RouteApp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';
 import { MAX_PAGE_SIZE } from '../../directory/contacts.js';
 
@@ -58,6 +58,13 @@ export function contentDisposition(contentType: string, fileName: string | null,
 const Binary = Type.Unsafe<Readable | string>({ type: 'string', format: 'binary', description: 'The file' });
 
 export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; uploads: UploadService }> = async (app, { database, uploads }) => {
+  incomingMediaRoute(app, database);
+  await uploadRoute(app, uploads);
+  uploadRoutes(app, database, uploads);
+};
+
+/** GET /messages/:id/media: the stored file of an incoming media message. */
+function incomingMediaRoute(app: RouteApp, database: Database): void {
   app.get(
     '/messages/:id/media',
     {
@@ -85,6 +92,10 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
     },
   );
 
+}
+
+/** POST /media: a file uploaded to send, in a plugin of its own that reads any body as a stream. */
+async function uploadRoute(app: RouteApp, uploads: UploadService): Promise<void> {
   // The upload's body is the file itself, whatever its type: read as a stream, never parsed.
   await app.register(async (plain) => {
     plain.removeAllContentTypeParsers();
@@ -145,6 +156,10 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
     );
   });
 
+}
+
+/** The uploads: listed, downloaded and deleted. */
+function uploadRoutes(app: RouteApp, database: Database, uploads: UploadService): void {
   app.get(
     '/media',
     {
@@ -200,7 +215,7 @@ export const mediaRoutes: FastifyPluginAsyncTypebox<{ database: Database; upload
       return { success: true as const, data: { id: request.params.id, deleted: true as const } };
     },
   );
-};
+}
 
 const fileResponses = { 200: Binary, 206: Binary, 304: Type.Null({ description: 'Not modified (If-None-Match)' }), ...errorResponses('FORBIDDEN', 'NOT_FOUND', 'RANGE_NOT_SATISFIABLE') };
 

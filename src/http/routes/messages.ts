@@ -4,7 +4,7 @@ import { MAX_IDEMPOTENCY_KEY_LENGTH, type IdempotencyService } from '../../messa
 import type { BulkJobService, MessageService } from '../../messaging/send-service.js';
 import { auth } from '../auth.js';
 import { BulkJobSchema, BulkJobStatusSchema, MessageSchema, MessageStatusSchema } from '../../messaging/message-record.js';
-import { errorResponses, IdString, IdParams, KindBodyFields, ListingQuery, successData, successListing } from '../schemas.js';
+import { errorResponses, IdString, IdParams, KindBodyFields, ListingQuery, successData, successListing, type RouteApp } from '../schemas.js';
 import { DIRECT_SEND_MAX, MAX_CAPTION_LENGTH, MAX_MEDIA_URL_LENGTH, MAX_TEXT_LENGTH } from '../../messaging/message-limits.js';
 
 /** The records are defined once, in src/messaging/message-record.ts; the query filters take their states. */
@@ -71,6 +71,14 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
   app,
   { messages, bulkJobs, idempotency },
 ) => {
+  sendRoute(app, messages, idempotency);
+  listRoute(app, messages);
+  bulkJobRoutes(app, bulkJobs);
+  oneMessageRoutes(app, messages);
+};
+
+/** POST /messages/send: a direct send or a bulk job, optionally idempotent. */
+function sendRoute(app: RouteApp, messages: MessageService, idempotency: IdempotencyService): void {
   app.post(
     '/messages/send',
     {
@@ -112,6 +120,10 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     },
   );
 
+}
+
+/** GET /messages: the account's messages, newest first. */
+function listRoute(app: RouteApp, messages: MessageService): void {
   app.get(
     '/messages',
     {
@@ -141,6 +153,10 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     },
   );
 
+}
+
+/** The bulk jobs: listed, read and cancelled. */
+function bulkJobRoutes(app: RouteApp, bulkJobs: BulkJobService): void {
   app.get(
     '/messages/bulk-jobs',
     {
@@ -185,6 +201,10 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     async (request) => ({ success: true as const, data: await bulkJobs.cancel(auth(request).accountId, request.params.id) }),
   );
 
+}
+
+/** One message by id: read, edited, deleted for everyone, marked read, cancelled. */
+function oneMessageRoutes(app: RouteApp, messages: MessageService): void {
   app.get(
     '/messages/:id',
     {
@@ -264,4 +284,4 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ messages: MessageService
     },
     async (request) => ({ success: true as const, data: await messages.cancel(auth(request).accountId, request.params.id) }),
   );
-};
+}

@@ -12,7 +12,7 @@ import { AppError, validationError } from '../../platform/errors.js';
 import { checkUrlShape, UnsafeUrlError } from '../../outbound/ssrf.js';
 import { auth } from '../auth.js';
 import { changePayload, incomingPayload, votePayload } from './sandbox-payloads.js';
-import { errorResponses, IdString, IdParams, KindBodyFields, NullableTimestamp, PageQuery, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdString, IdParams, KindBodyFields, NullableTimestamp, PageQuery, successData, successPage, Timestamp, type RouteApp } from '../schemas.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 40 });
 
@@ -143,8 +143,6 @@ const IncomingBody = Type.Object(
   { additionalProperties: false },
 );
 
-type App = Parameters<FastifyPluginAsyncTypebox>[0];
-
 /** What the sandbox's routes work with: the network, the database, and the check that a device is the caller's. */
 interface SandboxDeps {
   world: SandboxWorld;
@@ -166,7 +164,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ world: SandboxWorld; dat
 };
 
 /** The phone: scanning a device's QR code, and sending it messages (or voting, editing, deleting, showing presence). */
-function phoneRoutes(app: App, { world, database, devices, ownDevice }: SandboxDeps): void {
+function phoneRoutes(app: RouteApp, { world, database, devices, ownDevice }: SandboxDeps): void {
   app.post(
     '/sandbox/scan',
     {
@@ -244,7 +242,7 @@ function phoneRoutes(app: App, { world, database, devices, ownDevice }: SandboxD
 }
 
 /** The network: group chats, and connections dropped and restored. */
-function networkRoutes(app: App, { world, ownDevice }: SandboxDeps): void {
+function networkRoutes(app: RouteApp, { world, ownDevice }: SandboxDeps): void {
   app.post(
     '/sandbox/groups',
     {
@@ -343,7 +341,7 @@ function networkRoutes(app: App, { world, ownDevice }: SandboxDeps): void {
 }
 
 /** What the network received from the account's devices: messages, read receipts, presence. */
-function receivedRoutes(app: App, { world }: SandboxDeps): void {
+function receivedRoutes(app: RouteApp, { world }: SandboxDeps): void {
   app.get(
     '/sandbox/messages',
     {

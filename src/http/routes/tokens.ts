@@ -4,7 +4,7 @@ import { TOKEN_SCOPES, type TokenService } from '../../directory/tokens.js';
 import { TOKEN_NAME_MAX } from '../../platform/text-limits.js';
 import { auth } from '../auth.js';
 import { BoundedPageQuery } from './contacts.js';
-import { errorResponses, IdParams, NullableTimestamp, successData, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdParams, NullableTimestamp, successData, successPage, Timestamp, type RouteApp } from '../schemas.js';
 
 const TokenSchema = Type.Object({
   id: Type.String(),
@@ -23,15 +23,13 @@ const CreatedTokenSchema = Type.Object({
   token: Type.String({ description: 'The token value. Shown only in this response; store it now.' }),
 }, { title: 'TokenWithValue' });
 
-type App = Parameters<FastifyPluginAsyncTypebox>[0];
-
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ tokens: TokenService }> = async (app, { tokens }) => {
   collectionRoutes(app, tokens);
   revokeRoutes(app, tokens);
 };
 
 /** Listing tokens and creating one (shown once). */
-function collectionRoutes(app: App, tokens: TokenService): void {
+function collectionRoutes(app: RouteApp, tokens: TokenService): void {
   app.get(
     '/tokens',
     {
@@ -81,7 +79,7 @@ function collectionRoutes(app: App, tokens: TokenService): void {
 }
 
 /** Revoking a token. */
-function revokeRoutes(app: App, tokens: TokenService): void {
+function revokeRoutes(app: RouteApp, tokens: TokenService): void {
   app.delete(
     '/tokens/:id',
     {

@@ -11,7 +11,7 @@ import { EVENT_TYPES } from '../../events/event-store.js';
 import { WEBHOOK_DESCRIPTION_MAX } from '../../platform/text-limits.js';
 import { WebhookSchema } from '../../events/webhook-record.js';
 import { auth } from '../auth.js';
-import { errorResponses, IdString, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp } from '../schemas.js';
+import { errorResponses, IdString, IdParams, ListingQuery, NullableTimestamp, SuccessOnly, successData, successListing, successPage, Timestamp, type RouteApp } from '../schemas.js';
 import { BoundedPageQuery } from './contacts.js';
 
 const SubscribableEventType = Type.String({ enum: [...SUBSCRIBABLE_EVENT_TYPES], title: 'WebhookEventType' });
@@ -63,8 +63,6 @@ const WebhookInput = {
 const DeliveryParams = Type.Object({ id: IdString(), deliveryId: IdString() });
 const WEBHOOK_ERRORS = ['FORBIDDEN', 'NOT_FOUND'] as const;
 
-type App = Parameters<FastifyPluginAsyncTypebox>[0];
-
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
   collectionRoutes(app, webhooks);
   endpointRoutes(app, webhooks);
@@ -73,7 +71,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
 };
 
 /** Listing endpoints (never their secrets) and adding one. */
-function collectionRoutes(app: App, webhooks: WebhookService): void {
+function collectionRoutes(app: RouteApp, webhooks: WebhookService): void {
   app.get(
     '/webhooks',
     {
@@ -111,7 +109,7 @@ function collectionRoutes(app: App, webhooks: WebhookService): void {
 }
 
 /** Reading, changing and deleting one endpoint. */
-function endpointRoutes(app: App, webhooks: WebhookService): void {
+function endpointRoutes(app: RouteApp, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id',
     {
@@ -162,7 +160,7 @@ function endpointRoutes(app: App, webhooks: WebhookService): void {
 }
 
 /** The signing secret, its rotation, and test events. */
-function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
+function secretAndTestRoutes(app: RouteApp, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id/secret',
     {
@@ -223,7 +221,7 @@ function secretAndTestRoutes(app: App, webhooks: WebhookService): void {
 }
 
 /** The delivery log, and sending deliveries again. */
-function deliveryRoutes(app: App, webhooks: WebhookService): void {
+function deliveryRoutes(app: RouteApp, webhooks: WebhookService): void {
   app.get(
     '/webhooks/:id/deliveries',
     {
