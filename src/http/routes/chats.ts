@@ -89,7 +89,6 @@ function chatReadingRoutes(app: RouteApp, conversations: ConversationService): v
       return { success: true as const, ...(await conversations.messages(auth(request).accountId, request.params.chatId, { limit, ...rest })) };
     },
   );
-
 }
 
 /** What the device does in a chat: marks it read, shows typing or recording. */
@@ -133,7 +132,6 @@ function chatActionRoutes(app: RouteApp, conversations: ConversationService): vo
       data: await conversations.presence(auth(request).accountId, request.params.chatId, request.query.deviceId ?? request.body.deviceId, request.body.state),
     }),
   );
-
 }
 
 /** POST /numbers/check: which numbers have WhatsApp. */

@@ -179,5 +179,4 @@ function linkingRoutes(app: RouteApp, devices: DeviceService): void {
     },
     async (request) => ({ success: true as const, data: await devices.reconnect(auth(request).accountId, request.params.id) }),
   );
-
 }

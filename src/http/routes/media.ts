@@ -91,7 +91,6 @@ function incomingMediaRoute(app: RouteApp, database: Database): void {
       return sendFile(request, reply, database, file);
     },
   );
-
 }
 
 /** POST /media: a file uploaded to send, in a plugin of its own that reads any body as a stream. */
@@ -155,7 +154,6 @@ async function uploadRoute(app: RouteApp, uploads: UploadService): Promise<void>
       },
     );
   });
-
 }
 
 /** The uploads: listed, downloaded and deleted. */

@@ -119,7 +119,6 @@ function sendRoute(app: RouteApp, messages: MessageService, idempotency: Idempot
       return reply.status(result.statusCode).send(result.body);
     },
   );
-
 }
 
 /** GET /messages: the account's messages, newest first. */
@@ -152,7 +151,6 @@ function listRoute(app: RouteApp, messages: MessageService): void {
       return { success: true as const, ...(await messages.list(auth(request).accountId, { page, limit, ...filters })) };
     },
   );
-
 }
 
 /** The bulk jobs: listed, read and cancelled. */
@@ -200,7 +198,6 @@ function bulkJobRoutes(app: RouteApp, bulkJobs: BulkJobService): void {
     },
     async (request) => ({ success: true as const, data: await bulkJobs.cancel(auth(request).accountId, request.params.id) }),
   );
-
 }
 
 /** One message by id: read, edited, deleted for everyone, marked read, cancelled. */
