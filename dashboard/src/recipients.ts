@@ -28,8 +28,10 @@ function problemInWords(result: PhoneResult): string | null {
       return 'has letters or symbols: use digits, spaces, + and -';
     case 'TRUNK_PREFIX':
       return 'starts with 0: write it with the country code, e.g. +62 812…';
-    case 'LENGTH':
-      return result.digits.length < 7 ? 'is too short' : 'is too long';
+    case 'TOO_FEW_DIGITS':
+      return 'is too short';
+    case 'TOO_MANY_DIGITS':
+      return 'is too long';
     case 'NOT_POSSIBLE':
       switch (validatePhoneNumberLength(`+${result.digits}`)) {
         case 'INVALID_COUNTRY':

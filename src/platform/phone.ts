@@ -7,7 +7,7 @@
 import { Metadata, parsePhoneNumberWithError } from 'libphonenumber-js';
 
 /** Why a number is refused, in the order the checks run. */
-export type PhoneProblem = 'NO_DIGITS' | 'CHARACTERS' | 'LENGTH' | 'TRUNK_PREFIX' | 'NOT_POSSIBLE';
+export type PhoneProblem = 'NO_DIGITS' | 'CHARACTERS' | 'TOO_FEW_DIGITS' | 'TOO_MANY_DIGITS' | 'TRUNK_PREFIX' | 'NOT_POSSIBLE';
 
 export type PhoneResult = { ok: true; digits: string } | { ok: false; problem: PhoneProblem; digits: string; message: string };
 
@@ -20,7 +20,8 @@ export function normalizePhone(input: string): PhoneResult {
     return { ok: false, problem: 'CHARACTERS', digits, message: 'may contain only digits, spaces, +, -, . and parentheses' };
   }
   if (digits.length < 7 || digits.length > 15) {
-    return { ok: false, problem: 'LENGTH', digits, message: `must have 7 to 15 digits in E.164 form (got ${digits.length})` };
+    const problem = digits.length < 7 ? 'TOO_FEW_DIGITS' : 'TOO_MANY_DIGITS';
+    return { ok: false, problem, digits, message: `must have 7 to 15 digits in E.164 form (got ${digits.length})` };
   }
   if (digits.startsWith('0')) {
     return { ok: false, problem: 'TRUNK_PREFIX', digits, message: 'must start with the country code (E.164), not a 0 trunk prefix' };
@@ -33,10 +34,11 @@ export function normalizePhone(input: string): PhoneResult {
 
 /**
  * libphonenumber's isPossiblePhoneNumber of `+<digits>`, asked of the library once per calling code
- * and national number length where that pair decides the answer (a parse costs microseconds, and a
- * bulk job checks up to 100,000 numbers while its request waits). For `+` followed by digits, the library's parse and isPossible() read the digits in three places only: the calling
- * code (the shortest known prefix of 1–3 digits), the national prefix for parsing (a pattern of
- * the code's numbering plan, stripped when it matches the national number's start), and, where
+ * and national number length where that pair decides the answer (a parse costs microseconds, and
+ * a bulk job checks up to 100,000 numbers while its request waits). For `+` followed by digits,
+ * the library's parse and isPossible() read the digits in three places only: the calling code
+ * (the shortest known prefix of 1–3 digits), the national prefix for parsing (a pattern of the
+ * code's numbering plan, stripped when it matches the national number's start), and, where
  * several countries share the code, the country its national number belongs to. When the code has
  * one country and its prefix pattern does not match, what is left is checkNumberLength against
  * that plan's possible lengths, a function of the length alone. Every other number goes to the
