@@ -72,7 +72,8 @@ function readCards(text: string): Array<{ name: string; phoneNumber: string; lin
       const comma = row.lastIndexOf(',');
       const name = comma === -1 ? '' : row.slice(0, comma).trim();
       const phoneNumber = comma === -1 ? row : row.slice(comma + 1).trim();
-      const problem = !name ? 'needs a name, a comma, then the number' : numberProblem(phoneNumber) ? `${phoneNumber} ${numberProblem(phoneNumber)}` : null;
+      const numberIssue = name ? numberProblem(phoneNumber) : null;
+      const problem = !name ? 'needs a name, a comma, then the number' : numberIssue ? `${phoneNumber} ${numberIssue}` : null;
       return { name, phoneNumber, line, problem };
     });
 }
