@@ -1,0 +1,59 @@
+import Fastify from 'fastify';
+import fastJson from 'fast-json-stringify';
+import { Type } from 'typebox';
+import { describe, expect, it } from 'vitest';
+import { discriminatedUnion, installLazySerializers } from '../src/http/serialization.js';
+
+const Direct = Type.Object({ success: Type.Literal(true), count: Type.Integer(), note: Type.Union([Type.String(), Type.Null()]), async: Type.Literal(false) });
+const Bulk = Type.Object({ success: Type.Literal(true), jobId: Type.String(), async: Type.Literal(true) });
+const Answer = Type.Union([Direct, Bulk]);
+
+async function answering(schema: unknown, body: unknown): Promise<string> {
+  const app = Fastify();
+  installLazySerializers(app);
+  app.get('/', { schema: { response: { 202: schema } } }, async (_request, reply) => reply.status(202).send(body));
+  try {
+    return (await app.inject({ method: 'GET', url: '/' })).body;
+  } finally {
+    await app.close();
+  }
+}
+
+describe('response serializers', () => {
+  it('tell the branches of a union apart by the property that holds a constant of its own in each', () => {
+    const union = discriminatedUnion(Answer);
+    expect(union?.key).toBe('async');
+    expect([...union!.branches.keys()]).toEqual([false, true]);
+    // Not one: a property optional in a branch, the same constant twice, a branch not an object.
+    expect(discriminatedUnion(Type.Union([Direct, Type.Object({ async: Type.Optional(Type.Literal(true)) })]))).toBeUndefined();
+    expect(discriminatedUnion(Type.Union([Direct, Type.Object({ async: Type.Literal(false), jobId: Type.String() })]))).toBeUndefined();
+    expect(discriminatedUnion(Type.Union([Direct, Type.String()]))).toBeUndefined();
+    expect(discriminatedUnion(Direct)).toBeUndefined();
+  });
+
+  it('write each branch of such a union as fast-json-stringify writes the union', async () => {
+    const union = fastJson(Answer as object);
+    const answers = [
+      { success: true, count: 2, note: null, async: false, extra: 'dropped' },
+      { success: true, count: 3, note: 'n', async: false },
+      { success: true, jobId: 'job_1', async: true, count: 7 },
+    ];
+    for (const body of answers) {
+      const written = await answering(Answer, body);
+      expect(written).toBe(union(body));
+      expect(JSON.parse(written)).not.toHaveProperty('extra');
+    }
+  });
+
+  it('write an answer whose property names no branch by the union, as before: a 500, as it matches no branch', async () => {
+    const body = { success: true, jobId: 'job_1', count: 1, note: null, async: 'neither' };
+    expect(() => fastJson(Answer as object)(body)).toThrow(/does not match schema/);
+    const app = Fastify();
+    installLazySerializers(app);
+    app.get('/', { schema: { response: { 202: Answer } } }, async (_request, reply) => reply.status(202).send(body));
+    const response = await app.inject({ method: 'GET', url: '/' });
+    await app.close();
+    expect(response.statusCode).toBe(500);
+    expect(response.body).toContain('does not match schema');
+  });
+});
