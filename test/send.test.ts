@@ -214,6 +214,23 @@ describe('accepted forms and recipients', () => {
     expect(body.totalContacts).toBe(11);
   });
 
+  it('a bulk job without groups keeps each recipient once, in request order, whatever its formatting', async () => {
+    const tenant = await createTenant(ctx);
+    await linkDevice(ctx, tenant);
+    const numbers = phones(12);
+    const formatted = (n: string): string => `+${n.slice(0, 2)} ${n.slice(2)}`;
+    const recipients = [...numbers.slice(0, 6), formatted(numbers[1]!), ...numbers.slice(6), numbers[0]!, formatted(numbers[11]!)];
+    const response = await send(ctx, tenant, text(recipients));
+    expect(response.statusCode, response.body).toBe(202);
+    const body = response.json() as { jobId: string; totalContacts: number };
+    expect(body.totalContacts).toBe(12);
+    await waitForJob(ctx, tenant, body.jobId, (j) => j.status === 'COMPLETED', 'COMPLETED');
+    const page = await listMessages(ctx, tenant, `jobId=${body.jobId}&limit=100`);
+    expect(page.meta.total).toBe(12);
+    // Message ids follow the job's list, so their order is the list's.
+    expect([...page.data].sort((x, y) => (x.id < y.id ? -1 : 1)).map((m) => m.to)).toEqual(numbers);
+  });
+
   it('any groupIds make a bulk job, even for one recipient; the union of recipients and members is de-duplicated', async () => {
     const tenant = await createTenant(ctx);
     await linkDevice(ctx, tenant);
