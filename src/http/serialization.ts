@@ -48,14 +48,17 @@ export function discriminatedUnion(schema: unknown): { key: string; branches: Ma
   return undefined;
 }
 
-export function installLazySerializers(app: FastifyInstance): void {
-  const build = SerializerSelector()({}, {});
-  const compiler: FastifySerializerCompiler<unknown> = (route) => {
+/** The serializer compiler of installLazySerializers, over `build` (fast-json-stringify's, as Fastify's own compiler sets it up). */
+export function lazySerializerCompiler(build: (route: Route) => unknown = SerializerSelector()({}, {})): FastifySerializerCompiler<unknown> {
+  return (route) => {
     const whole = lazy(build, route as Route, route.schema);
     const union = discriminatedUnion(route.schema);
     if (!union) return whole;
     const byConstant = new Map([...union.branches].map(([constant, branch]) => [constant, lazy(build, route as Route, branch)]));
     return (data) => (byConstant.get(isObject(data) ? data[union.key] : undefined) ?? whole)(data);
   };
-  app.setSerializerCompiler(compiler);
+}
+
+export function installLazySerializers(app: FastifyInstance): void {
+  app.setSerializerCompiler(lazySerializerCompiler());
 }
