@@ -6,10 +6,9 @@
  * A response that is a union of objects told apart by one property, a different constant in each
  * (`async: false` or `true` in POST /messages/send's 202), is written by the serializer of the
  * branch that property names, each compiled on its first use too. fast-json-stringify would
- * compile an ajv validator of every branch (for the send answer's, the whole Message schema:
- * about 0.2 s, inside the first bulk send of a process) and run them on every answer to find the
- * branch that matches. An answer whose property names no branch is written by the union's own
- * serializer, as before.
+ * compile an ajv validator of every branch (for the send answer's, the whole Message schema) on
+ * the union's first answer and run them on every answer to find the branch that matches. An
+ * answer whose property names no branch is written by the union's own serializer.
  */
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifyInstance, FastifySerializerCompiler } from 'fastify';

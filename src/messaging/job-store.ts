@@ -88,8 +88,8 @@ export interface NewJob {
  * Inserts a job with its recipient set frozen, de-duplicated by phone: explicit recipients in
  * request order, then group members. Node never holds the members as objects; the set stays one
  * array in one row. Without groups the set is the explicit recipients as given (each once
- * already), stored without the merge's two sorts (0.1–0.2 s of a 100,000-recipient acceptance).
- * Returns how many recipients it has.
+ * already), stored without the merge and its two sorts of the whole list. Returns how many
+ * recipients it has.
  */
 export async function insertJob(tx: Queryable, job: NewJob): Promise<number> {
   const list =
