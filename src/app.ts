@@ -41,6 +41,7 @@ import { AccessLog, installAbortLog } from './http/access-log.js';
 import { openApiOptions } from './http/openapi.js';
 import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { installJsonBodies } from './http/json-bodies.js';
 import { installLazySerializers } from './http/serialization.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
@@ -184,6 +185,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     metricsToken: config.metricsToken,
   });
 
+  installJsonBodies(app);
   app.addContentTypeParser('text/csv', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
   // One limiter shared by / and /v1 and the dashboard (see rate-limit.ts).

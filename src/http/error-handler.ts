@@ -149,6 +149,18 @@ export function errorHandlingOptions(
   };
 }
 
+/**
+ * Said to a request whose body came in another form (form fields, text, none) on a route that
+ * reads a JSON object (readsJsonObject): curl's -d sends form fields unless told otherwise.
+ */
+const JSON_BODY_HINT = 'send a JSON object with Content-Type: application/json';
+
+/** Whether the route's body is a JSON object (not a CSV import, not no body at all). */
+const readsJsonObject = (request: FastifyRequest): boolean => (request.routeOptions.schema?.body as { type?: unknown } | undefined)?.type === 'object';
+
+/** Whether the request's Content-Type is the one JSON bodies are parsed from (json-bodies.ts). */
+const isJsonType = (request: FastifyRequest): boolean => /^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '');
+
 function respondToError(error: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error instanceof AppError) {
     if (error.headers) reply.headers(error.headers);
@@ -158,6 +170,11 @@ function respondToError(error: FastifyError | AppError, request: FastifyRequest,
     // No id holds a control character: such an id names nothing.
     if (error.validationContext === 'params' && (error.validation as AjvError[]).every((item) => item.keyword === UNSAFE_TEXT)) {
       return sendError(reply, request, 'NOT_FOUND', `No such resource: ${request.url.split('?')[0]}`);
+    }
+    if (error.validationContext === 'body' && readsJsonObject(request) && !isJsonType(request)) {
+      const type = request.headers['content-type'];
+      const message = type === undefined ? `The request has no Content-Type; ${JSON_BODY_HINT}` : `The body is ${type}; ${JSON_BODY_HINT}`;
+      return sendError(reply, request, 'VALIDATION_ERROR', message, [{ field: 'body', message }]);
     }
     const details = validationDetails(error);
     const first = details[0];
@@ -169,7 +186,10 @@ function respondToError(error: FastifyError | AppError, request: FastifyRequest,
     return sendError(reply, request, known.code, known.message, [{ field: known.field ?? 'body', message: known.message }]);
   }
   if (known) {
-    const message = known.code === 'UNSUPPORTED_MEDIA_TYPE' ? `${known.message}: ${request.headers['content-type'] ?? '(none)'}` : known.message;
+    const message =
+      known.code === 'UNSUPPORTED_MEDIA_TYPE'
+        ? `${known.message}: ${request.headers['content-type'] ?? '(none)'}${readsJsonObject(request) ? `; ${JSON_BODY_HINT}` : ''}`
+        : known.message;
     return sendError(reply, request, known.code, message);
   }
   const status = error.statusCode ?? 500;
