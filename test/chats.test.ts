@@ -229,6 +229,9 @@ describe('chats from traffic', () => {
     const stranger = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'x', chatIds: ['120363000000000001@g.us'] });
     expect(stranger.message).toMatchObject({ status: 'FAILED', error: { code: 'NOT_A_GROUP_MEMBER' } });
     expectFieldError(await call(ctx, tenant, 'POST', '/messages/send', { type: 'TEXT', content: 'x', chatIds: ['12345'] }), 'chatIds[0]');
+    // A group chat id among the phone numbers is told where it goes.
+    const misplaced = expectFieldError(await call(ctx, tenant, 'POST', '/messages/send', { type: 'TEXT', content: 'x', recipients: [group.id] }), 'recipients[0]');
+    expect(misplaced.message).toBe('is a group chat id, not a phone number: send into a group with chatIds');
   });
 
   it("quotes and reacts to a member's message in the group chat, and a member quotes ours there; the member's direct chat is refused", async () => {

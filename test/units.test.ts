@@ -159,6 +159,13 @@ describe('phone numbers', () => {
     for (const bad of ['', 'abc', '+1 415 CALL NOW', '123456', '1234567890123456', '0812345678', '+999 1234 5678']) {
       expect(normalizePhone(bad).ok, bad).toBe(false);
     }
+    expect(normalizePhone('abc')).toMatchObject({ problem: 'CHARACTERS', message: 'may contain only digits, spaces, +, -, . and parentheses' });
+  });
+
+  it('refuses a WhatsApp user id, naming the number in it', () => {
+    for (const id of ['6281234567890@s.whatsapp.net', '6281234567890@c.us', ' 6281234567890:12@s.whatsapp.net']) {
+      expect(normalizePhone(id), id).toMatchObject({ ok: false, problem: 'WHATSAPP_ID', digits: '6281234567890', message: 'is a WhatsApp id, not a phone number: give the number alone (6281234567890)' });
+    }
   });
 
   it("accepts exactly the numbers libphonenumber's isPossiblePhoneNumber does", () => {
@@ -210,6 +217,7 @@ describe('phone numbers', () => {
       '0812 3456 7890': 'starts with 0: write it with the country code, e.g. +62 812…',
       '+999 1234 5678': 'does not start with a known country code',
       '+1 234 567': 'is too short for its country',
+      '6281234567890@c.us': 'is a WhatsApp id: write the number alone, +6281234567890',
     };
     for (const [raw, expected] of Object.entries(words)) expect(numberProblem(raw), raw).toBe(expected);
     for (const raw of ['+44 7911 123456', '+1 415 555 0123', '+40 0088 978 293', '+7 123', '+290 8067 1']) {

@@ -26,6 +26,8 @@ function problemInWords(result: PhoneResult): string | null {
     case 'NO_DIGITS':
     case 'CHARACTERS':
       return 'has letters or symbols: use digits, spaces, + and -';
+    case 'WHATSAPP_ID':
+      return `is a WhatsApp id: write the number alone, +${result.digits}`;
     case 'TRUNK_PREFIX':
       return 'starts with 0: write it with the country code, e.g. +62 812…';
     case 'TOO_FEW_DIGITS':

@@ -114,7 +114,9 @@ function checkRecipients(input: SendInput, errors: FieldError[]): string[] {
   const add = (raw: string, field: string, capped: boolean): void => {
     const phone = normalizePhone(raw);
     if (phone.ok) recipients.add(phone.digits);
-    else if (!capped || errors.length < 100) errors.push({ field, message: phone.message });
+    else if (!capped || errors.length < 100) {
+      errors.push({ field, message: isGroupChatId(raw.trim()) ? 'is a group chat id, not a phone number: send into a group with chatIds' : phone.message });
+    }
   };
   input.recipients?.forEach((raw, index) => add(raw, `recipients[${index}]`, true));
   if (typeof input.to === 'string') add(input.to, 'to', false);

@@ -7,16 +7,20 @@
 import { Metadata, parsePhoneNumberWithError } from 'libphonenumber-js';
 
 /** Why a number is refused, in the order the checks run. */
-export type PhoneProblem = 'NO_DIGITS' | 'CHARACTERS' | 'TOO_FEW_DIGITS' | 'TOO_MANY_DIGITS' | 'TRUNK_PREFIX' | 'NOT_POSSIBLE';
+export type PhoneProblem = 'NO_DIGITS' | 'CHARACTERS' | 'WHATSAPP_ID' | 'TOO_FEW_DIGITS' | 'TOO_MANY_DIGITS' | 'TRUNK_PREFIX' | 'NOT_POSSIBLE';
 
 export type PhoneResult = { ok: true; digits: string } | { ok: false; problem: PhoneProblem; digits: string; message: string };
 
 const PUNCTUATION = /[\s\-.()+]/g;
+/** A WhatsApp user id (Baileys' `<digits>@s.whatsapp.net`, WAHA's `<digits>@c.us`), perhaps of one device (`:<n>`). */
+const WHATSAPP_USER_ID = /^(\d+)(?::\d+)?@(?:s\.whatsapp\.net|c\.us)$/;
 
 export function normalizePhone(input: string): PhoneResult {
   const digits = input.replace(PUNCTUATION, '');
   if (digits.length === 0) return { ok: false, problem: 'NO_DIGITS', digits, message: 'must contain digits' };
   if (!/^\d+$/.test(digits)) {
+    const user = WHATSAPP_USER_ID.exec(input.trim());
+    if (user) return { ok: false, problem: 'WHATSAPP_ID', digits: user[1]!, message: `is a WhatsApp id, not a phone number: give the number alone (${user[1]})` };
     return { ok: false, problem: 'CHARACTERS', digits, message: 'may contain only digits, spaces, +, -, . and parentheses' };
   }
   if (digits.length < 7 || digits.length > 15) {
