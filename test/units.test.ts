@@ -163,7 +163,7 @@ describe('phone numbers', () => {
   });
 
   it('refuses a WhatsApp user id, naming the number in it', () => {
-    for (const id of ['6281234567890@s.whatsapp.net', '6281234567890@c.us', ' 6281234567890:12@s.whatsapp.net']) {
+    for (const id of ['6281234567890@s.whatsapp.net', '6281234567890@c.us', '+6281234567890@c.us', ' 6281234567890:12@s.whatsapp.net']) {
       expect(normalizePhone(id), id).toMatchObject({ ok: false, problem: 'WHATSAPP_ID', digits: '6281234567890', message: 'is a WhatsApp id, not a phone number: give the number alone (6281234567890)' });
     }
   });

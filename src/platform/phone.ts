@@ -13,7 +13,7 @@ export type PhoneResult = { ok: true; digits: string } | { ok: false; problem: P
 
 const PUNCTUATION = /[\s\-.()+]/g;
 /** A WhatsApp user id (Baileys' `<digits>@s.whatsapp.net`, WAHA's `<digits>@c.us`), perhaps of one device (`:<n>`). */
-const WHATSAPP_USER_ID = /^(\d+)(?::\d+)?@(?:s\.whatsapp\.net|c\.us)$/;
+const WHATSAPP_USER_ID = /^\+?(\d+)(?::\d+)?@(?:s\.whatsapp\.net|c\.us)$/;
 
 export function normalizePhone(input: string): PhoneResult {
   const digits = input.replace(PUNCTUATION, '');
