@@ -353,3 +353,20 @@ async function allIds(tenant: Tenant): Promise<string[]> {
   const rows = await ctx.database.query<{ id: string }>('SELECT id FROM messages WHERE account_id = $1', [tenant.accountId]);
   return rows.map((row) => row.id);
 }
+
+describe('filters from a fixed set of values', () => {
+  it('match in any case (?status=sent reads as SENT), and a value outside the set is still a 400 listing the set', async () => {
+    const tenant = await createTenant(ctx);
+    const sent = await addMessages(tenant, 2, { status: 'SENT' });
+    await addMessages(tenant, 1, { status: 'FAILED' });
+    for (const status of ['sent', 'Sent', 'SENT']) {
+      expect((await list(tenant, '/messages', `status=${status}`)).data.map((m) => m.id), status).toEqual(sent);
+    }
+    expect((await list(tenant, '/v1/messages', 'status=failed&direction=OUT')).data).toHaveLength(1);
+    expect((await list(tenant, '/chats', 'type=GROUP')).data).toEqual([]);
+    expect((await list(tenant, '/messages/bulk-jobs', 'status=completed')).data).toEqual([]);
+    expect((await list(tenant, '/devices', 'status=connected')).data).toEqual([]);
+    const refused = expectFieldError(await call(ctx, tenant, 'GET', '/messages?status=sending_soon'), 'status');
+    expect(refused.message).toMatch(/^must be one of: SCHEDULED, QUEUED, SENDING/);
+  });
+});

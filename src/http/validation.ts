@@ -73,6 +73,32 @@ function withValueRule(validate: ValidateFunction): Validator {
   return wrapped;
 }
 
+/** The string literals a schema allows (an enum, or TypeBox's union of literals), if that is all it allows. */
+function literalsOf(schema: { enum?: unknown[]; anyOf?: { const?: unknown }[] }): string[] | undefined {
+  const values = schema.enum ?? schema.anyOf?.map((branch) => branch.const);
+  return values && values.length > 0 && values.every((value) => typeof value === 'string') ? (values as string[]) : undefined;
+}
+
+/**
+ * Query values from a fixed set (a status, a chat type) match it in any case, as the send body's
+ * `type` does: `?status=sent` reads as SENT. Returns the step that rewrites such values to the
+ * schema's own spelling before validation, or undefined when the query has no such field.
+ */
+function anyCaseLiterals(schema: { properties?: Record<string, object> }): ((query: Record<string, unknown>) => void) | undefined {
+  const spellings = new Map<string, Map<string, string>>();
+  for (const [field, property] of Object.entries(schema.properties ?? {})) {
+    const literals = literalsOf(property);
+    if (literals) spellings.set(field, new Map(literals.map((literal) => [literal.toLowerCase(), literal])));
+  }
+  if (spellings.size === 0) return undefined;
+  return (query) => {
+    for (const [field, byLowerCase] of spellings) {
+      const value = query[field];
+      if (typeof value === 'string') query[field] = byLowerCase.get(value.toLowerCase()) ?? value;
+    }
+  };
+}
+
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
   addFormats(ajv);
@@ -96,7 +122,17 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
     let compiled: Validator | undefined;
     const compile = (): Validator => {
       const validate = (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object);
-      return textBody ? validate : withValueRule(validate);
+      const checked = textBody ? validate : withValueRule(validate);
+      const respell = httpPart === 'querystring' ? anyCaseLiterals(schema as object) : undefined;
+      if (!respell) return checked;
+      const respelled: Validator = (data, context) => {
+        if (data !== null && typeof data === 'object') respell(data as Record<string, unknown>);
+        const valid = checked(data, context);
+        respelled.errors = checked.errors ?? null;
+        return valid;
+      };
+      respelled.schemaEnv = checked.schemaEnv;
+      return respelled;
     };
     const lazy: Validator = (data, context) => {
       compiled ??= compile();
