@@ -55,9 +55,13 @@ type DataValidationCxt = NonNullable<Parameters<ValidateFunction>[1]>;
 
 type Validator = ((data: unknown, context?: DataValidationCxt) => boolean) & Partial<Pick<ValidateFunction, 'errors' | 'schemaEnv'>>;
 
-/** The schema's own validator, then the rule above on what it accepted (after coercion). */
-function withValueRule(validate: ValidateFunction): Validator {
+/**
+ * The schema's own validator, then the rule above on what it accepted (after coercion); `respell`
+ * (anyCaseLiterals) first rewrites an object's values to the schema's spelling.
+ */
+function withValueRule(validate: ValidateFunction, respell?: (data: Record<string, unknown>) => void): Validator {
   const wrapped: Validator = (data, context) => {
+    if (respell && data !== null && typeof data === 'object') respell(data as Record<string, unknown>);
     if (!validate(data, context)) {
       wrapped.errors = validate.errors ?? null;
       return false;
@@ -122,17 +126,7 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
     let compiled: Validator | undefined;
     const compile = (): Validator => {
       const validate = (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema as object);
-      const checked = textBody ? validate : withValueRule(validate);
-      const respell = httpPart === 'querystring' ? anyCaseLiterals(schema as object) : undefined;
-      if (!respell) return checked;
-      const respelled: Validator = (data, context) => {
-        if (data !== null && typeof data === 'object') respell(data as Record<string, unknown>);
-        const valid = checked(data, context);
-        respelled.errors = checked.errors ?? null;
-        return valid;
-      };
-      respelled.schemaEnv = checked.schemaEnv;
-      return respelled;
+      return textBody ? validate : withValueRule(validate, httpPart === 'querystring' ? anyCaseLiterals(schema as object) : undefined);
     };
     const lazy: Validator = (data, context) => {
       compiled ??= compile();
