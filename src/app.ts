@@ -43,6 +43,7 @@ import { parseQuery, redactUrl } from './http/redact.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { installJsonBodies } from './http/json-bodies.js';
 import { installLazySerializers } from './http/serialization.js';
+import { withoutTrailingSlash } from './http/trailing-slash.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerResourceRoutes } from './http/routes/resources.js';
 import { OverviewService } from './messaging/overview-service.js';
@@ -156,6 +157,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       headersTimeout: config.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.requestTimeoutMs / 4))),
     },
+    rewriteUrl: (request) => withoutTrailingSlash(request.url ?? '/'),
     routerOptions: {
       // Long path segments reach the schemas (ids have at most 100 characters: a 400 naming the
       // field); beyond this the router itself answers 414.

@@ -1,10 +1,15 @@
 /**
+ * Requests in the forms other clients send them.
+ *
  * JSON request bodies (src/http/json-bodies.ts): an empty body sent as application/json is no
  * body on a route that takes none, as clients that send the header on every request expect; a
  * route with a body schema, a malformed body and a poisoned one are answered as before. A body in
  * another form on a route that reads a JSON object is told how to send one (error-handler.ts).
+ * Paths with a trailing slash reach the route without it, except the dashboard's and the docs'
+ * (src/http/trailing-slash.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withoutTrailingSlash } from '../src/http/trailing-slash.js';
 import { createTenant, createTestApp, expectError, json, type Tenant, type TestContext } from './helpers.js';
 
 let ctx: TestContext;
@@ -88,5 +93,34 @@ describe('a body in another form than JSON, on a route that reads a JSON object'
       'UNSUPPORTED_MEDIA_TYPE',
     );
     expect(csv.error.message).not.toMatch(/JSON/);
+  });
+});
+
+describe('a path with a trailing slash', () => {
+  it('reaches the route without it, on / and /v1, with its query string', async () => {
+    const listed = await ctx.app.inject({ method: 'GET', url: '/devices/', headers: tenant.headers });
+    expect(listed.statusCode).toBe(200);
+    expect(json<{ data: unknown[] }>(listed).data).toEqual([]);
+    expect((await ctx.app.inject({ method: 'GET', url: '/v1/contacts//?limit=1', headers: tenant.headers })).statusCode).toBe(200);
+    const limited = expectError(await ctx.app.inject({ method: 'GET', url: '/messages/?limit=abc', headers: tenant.headers }), 400, 'VALIDATION_ERROR');
+    expect(limited.error.details?.[0]?.field).toBe('limit');
+
+    const contactId = await createContact('6281234500005');
+    const fetched = await ctx.app.inject({ method: 'GET', url: `/contacts/${contactId}/`, headers: tenant.headers });
+    expect(json<{ data: { id: string } }>(fetched).data.id).toBe(contactId);
+    const sent = await ctx.app.inject({ method: 'POST', url: '/messages/send/', headers: tenant.headers, payload: { type: 'TEXT', content: 'hi', recipients: ['6281234500006'] } });
+    // No device is linked: the route's own answer, not a 404 for the path.
+    expectError(sent, 409, 'NO_CONNECTED_DEVICE');
+  });
+
+  it('keeps the slash where it means something: the root, the dashboard and the docs', () => {
+    expect(withoutTrailingSlash('/')).toBe('/');
+    expect(withoutTrailingSlash('/dashboard/')).toBe('/dashboard/');
+    expect(withoutTrailingSlash('/dashboard/messages/')).toBe('/dashboard/messages/');
+    expect(withoutTrailingSlash('/docs/')).toBe('/docs/');
+    expect(withoutTrailingSlash('/dashboards/')).toBe('/dashboards');
+    expect(withoutTrailingSlash('//')).toBe('/');
+    expect(withoutTrailingSlash('/messages?next=/a/')).toBe('/messages?next=/a/');
+    expect(withoutTrailingSlash('/messages/?next=/a/')).toBe('/messages?next=/a/');
   });
 });
