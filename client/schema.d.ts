@@ -979,7 +979,13 @@ export interface paths {
          */
         get: operations["listChats"];
         put?: never;
-        post?: never;
+        /**
+         * Create a WhatsApp group chat
+         * @description Creates a WhatsApp group with the device's number as its admin and answers its chat. Numbers not on WhatsApp are left out, as WhatsApp does. Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.
+         *
+         *     Needs the token scope `messages:send`.
+         */
+        post: operations["createGroupChat"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1005,7 +1011,13 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename a group chat
+         * @description Renames a WhatsApp group (the device must be an admin). Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.
+         *
+         *     Needs the token scope `messages:send`.
+         */
+        patch: operations["renameGroupChat"];
         trace?: never;
     };
     "/chats/{chatId}/messages": {
@@ -1068,6 +1080,72 @@ export interface paths {
          *     Needs the token scope `messages:send`.
          */
         post: operations["sendChatPresence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/chats/{chatId}/participants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add, remove, promote or demote a group chat's participants
+         * @description Adds, removes, promotes or demotes members of a WhatsApp group (the device must be an admin). The network answers each number on its own: `results` says which were changed and why others were not (someone whose privacy settings refuse being added gets the invite link instead). Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.
+         *
+         *     Needs the token scope `messages:send`.
+         */
+        post: operations["changeGroupParticipants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/chats/{chatId}/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A group chat's invite link
+         * @description The invite link of a WhatsApp group (the device must be an admin). Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.
+         *
+         *     Needs the token scope `messages:send`.
+         */
+        get: operations["getGroupInvite"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/chats/{chatId}/leave": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave a group chat
+         * @description The device's number leaves a WhatsApp group. The chat and its history stay, without the device among the participants; sending into it fails. Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.
+         *
+         *     Needs the token scope `messages:send`.
+         */
+        post: operations["leaveGroupChat"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6967,6 +7045,146 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    createGroupChat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "participants": [
+                 *         "string"
+                 *       ],
+                 *       "deviceId": "string"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The group's name (WhatsApp's subject) */
+                    name: string;
+                    /** @description The members besides the device's number */
+                    participants: string[];
+                    /** @description Create it from this device (default: the account's oldest connected one) */
+                    deviceId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "string",
+                     *         "deviceId": "string",
+                     *         "type": "direct",
+                     *         "name": "string",
+                     *         "phoneNumber": "string",
+                     *         "lid": "string",
+                     *         "lastMessage": {
+                     *           "id": "msg_01JDZ3W5Q8R7T2M4N6P8S0V1X3",
+                     *           "direction": "out",
+                     *           "deviceId": "dev_01JDZ2K7B3C5D7F9G1H3J5K7M9",
+                     *           "jobId": null,
+                     *           "to": "6281234567890",
+                     *           "from": null,
+                     *           "type": "TEXT",
+                     *           "content": "Your order #1042 is ready for pickup",
+                     *           "mediaUrl": null,
+                     *           "media": null,
+                     *           "status": "SENT",
+                     *           "attempts": 1,
+                     *           "error": null,
+                     *           "scheduledAt": null,
+                     *           "createdAt": "2026-11-25T09:30:00.000Z",
+                     *           "queuedAt": "2026-11-25T09:30:00.000Z",
+                     *           "sentAt": "2026-11-25T09:30:01.250Z",
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
+                     *           "failedAt": null,
+                     *           "cancelledAt": null,
+                     *           "receivedAt": null,
+                     *           "fromLid": null,
+                     *           "location": null,
+                     *           "contacts": null,
+                     *           "poll": null,
+                     *           "reaction": null,
+                     *           "replyTo": null,
+                     *           "mentions": null,
+                     *           "editedAt": null,
+                     *           "deletedAt": null,
+                     *           "chatId": "6281234567890"
+                     *         },
+                     *         "unreadCount": 1,
+                     *         "participantsCount": 1,
+                     *         "updatedAt": "2026-11-25T09:30:00.000Z",
+                     *         "participants": [
+                     *           {
+                     *             "phoneNumber": "string",
+                     *             "lid": "string",
+                     *             "admin": true
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us */
+                            id: string;
+                            deviceId: string;
+                            type: "direct" | "group";
+                            /** @description A group's subject; a person's name from the account's contacts */
+                            name: string | null;
+                            /** @description Direct chats: the number, when known (also once a LID is mapped to it) */
+                            phoneNumber: string | null;
+                            /** @description Direct chats on WhatsApp: the person's LID (<digits>@lid), when known */
+                            lid: string | null;
+                            lastMessage: components["schemas"]["Message"] | null;
+                            unreadCount: number;
+                            /** @description Groups: members, the device's own number included */
+                            participantsCount: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            updatedAt: string;
+                            /** @description Groups: every member; null for a direct chat */
+                            participants: {
+                                /** @description The number (digits), or <digits>@lid while the network hides it */
+                                phoneNumber: string;
+                                lid: string | null;
+                                admin: boolean;
+                            }[] | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getChat: {
         parameters: {
             query?: {
@@ -7089,6 +7307,147 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    renameGroupChat: {
+        parameters: {
+            query?: {
+                /** @description The device the chat belongs to; required when the account has more than one */
+                deviceId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A number, <digits>@lid, or a group id <digits>@g.us */
+                chatId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "deviceId": "string"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The group's name (WhatsApp's subject) */
+                    name: string;
+                    /** @description The device the chat belongs to; required when the account has more than one */
+                    deviceId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "string",
+                     *         "deviceId": "string",
+                     *         "type": "direct",
+                     *         "name": "string",
+                     *         "phoneNumber": "string",
+                     *         "lid": "string",
+                     *         "lastMessage": {
+                     *           "id": "msg_01JDZ3W5Q8R7T2M4N6P8S0V1X3",
+                     *           "direction": "out",
+                     *           "deviceId": "dev_01JDZ2K7B3C5D7F9G1H3J5K7M9",
+                     *           "jobId": null,
+                     *           "to": "6281234567890",
+                     *           "from": null,
+                     *           "type": "TEXT",
+                     *           "content": "Your order #1042 is ready for pickup",
+                     *           "mediaUrl": null,
+                     *           "media": null,
+                     *           "status": "SENT",
+                     *           "attempts": 1,
+                     *           "error": null,
+                     *           "scheduledAt": null,
+                     *           "createdAt": "2026-11-25T09:30:00.000Z",
+                     *           "queuedAt": "2026-11-25T09:30:00.000Z",
+                     *           "sentAt": "2026-11-25T09:30:01.250Z",
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
+                     *           "failedAt": null,
+                     *           "cancelledAt": null,
+                     *           "receivedAt": null,
+                     *           "fromLid": null,
+                     *           "location": null,
+                     *           "contacts": null,
+                     *           "poll": null,
+                     *           "reaction": null,
+                     *           "replyTo": null,
+                     *           "mentions": null,
+                     *           "editedAt": null,
+                     *           "deletedAt": null,
+                     *           "chatId": "6281234567890"
+                     *         },
+                     *         "unreadCount": 1,
+                     *         "participantsCount": 1,
+                     *         "updatedAt": "2026-11-25T09:30:00.000Z",
+                     *         "participants": [
+                     *           {
+                     *             "phoneNumber": "string",
+                     *             "lid": "string",
+                     *             "admin": true
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us */
+                            id: string;
+                            deviceId: string;
+                            type: "direct" | "group";
+                            /** @description A group's subject; a person's name from the account's contacts */
+                            name: string | null;
+                            /** @description Direct chats: the number, when known (also once a LID is mapped to it) */
+                            phoneNumber: string | null;
+                            /** @description Direct chats on WhatsApp: the person's LID (<digits>@lid), when known */
+                            lid: string | null;
+                            lastMessage: components["schemas"]["Message"] | null;
+                            unreadCount: number;
+                            /** @description Groups: members, the device's own number included */
+                            participantsCount: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            updatedAt: string;
+                            /** @description Groups: every member; null for a direct chat */
+                            participants: {
+                                /** @description The number (digits), or <digits>@lid while the network hides it */
+                                phoneNumber: string;
+                                lid: string | null;
+                                admin: boolean;
+                            }[] | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listChatMessages: {
@@ -7375,6 +7734,355 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    changeGroupParticipants: {
+        parameters: {
+            query?: {
+                /** @description The device the chat belongs to; required when the account has more than one */
+                deviceId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A number, <digits>@lid, or a group id <digits>@g.us */
+                chatId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "add",
+                 *       "phoneNumbers": [
+                 *         "string"
+                 *       ],
+                 *       "deviceId": "string"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description add or remove members; promote to admin or demote */
+                    action: "add" | "remove" | "promote" | "demote";
+                    /** @description The members to change */
+                    phoneNumbers: string[];
+                    /** @description The device the chat belongs to; required when the account has more than one */
+                    deviceId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "chat": {
+                     *           "id": "string",
+                     *           "deviceId": "string",
+                     *           "type": "direct",
+                     *           "name": "string",
+                     *           "phoneNumber": "string",
+                     *           "lid": "string",
+                     *           "lastMessage": {
+                     *             "id": "msg_01JDZ3W5Q8R7T2M4N6P8S0V1X3",
+                     *             "direction": "out",
+                     *             "deviceId": "dev_01JDZ2K7B3C5D7F9G1H3J5K7M9",
+                     *             "jobId": null,
+                     *             "to": "6281234567890",
+                     *             "from": null,
+                     *             "type": "TEXT",
+                     *             "content": "Your order #1042 is ready for pickup",
+                     *             "mediaUrl": null,
+                     *             "media": null,
+                     *             "status": "SENT",
+                     *             "attempts": 1,
+                     *             "error": null,
+                     *             "scheduledAt": null,
+                     *             "createdAt": "2026-11-25T09:30:00.000Z",
+                     *             "queuedAt": "2026-11-25T09:30:00.000Z",
+                     *             "sentAt": "2026-11-25T09:30:01.250Z",
+                     *             "deliveredAt": null,
+                     *             "readAt": null,
+                     *             "failedAt": null,
+                     *             "cancelledAt": null,
+                     *             "receivedAt": null,
+                     *             "fromLid": null,
+                     *             "location": null,
+                     *             "contacts": null,
+                     *             "poll": null,
+                     *             "reaction": null,
+                     *             "replyTo": null,
+                     *             "mentions": null,
+                     *             "editedAt": null,
+                     *             "deletedAt": null,
+                     *             "chatId": "6281234567890"
+                     *           },
+                     *           "unreadCount": 1,
+                     *           "participantsCount": 1,
+                     *           "updatedAt": "2026-11-25T09:30:00.000Z",
+                     *           "participants": [
+                     *             {
+                     *               "phoneNumber": "string",
+                     *               "lid": "string",
+                     *               "admin": true
+                     *             }
+                     *           ]
+                     *         },
+                     *         "results": [
+                     *           {
+                     *             "phoneNumber": "string",
+                     *             "ok": true,
+                     *             "reason": "string"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            chat: {
+                                /** @description Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us */
+                                id: string;
+                                deviceId: string;
+                                type: "direct" | "group";
+                                /** @description A group's subject; a person's name from the account's contacts */
+                                name: string | null;
+                                /** @description Direct chats: the number, when known (also once a LID is mapped to it) */
+                                phoneNumber: string | null;
+                                /** @description Direct chats on WhatsApp: the person's LID (<digits>@lid), when known */
+                                lid: string | null;
+                                lastMessage: components["schemas"]["Message"] | null;
+                                unreadCount: number;
+                                /** @description Groups: members, the device's own number included */
+                                participantsCount: number | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 UTC with milliseconds
+                                 */
+                                updatedAt: string;
+                                /** @description Groups: every member; null for a direct chat */
+                                participants: {
+                                    /** @description The number (digits), or <digits>@lid while the network hides it */
+                                    phoneNumber: string;
+                                    lid: string | null;
+                                    admin: boolean;
+                                }[] | null;
+                            };
+                            /** @description One per number asked, in order */
+                            results: {
+                                phoneNumber: string;
+                                ok: boolean;
+                                /** @description Why the network refused this number (null when ok) */
+                                reason: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getGroupInvite: {
+        parameters: {
+            query?: {
+                /** @description The device the chat belongs to; required when the account has more than one */
+                deviceId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A number, <digits>@lid, or a group id <digits>@g.us */
+                chatId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "chatId": "string",
+                     *         "deviceId": "string",
+                     *         "code": "string",
+                     *         "link": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            chatId: string;
+                            deviceId: string;
+                            code: string;
+                            /** @description https://chat.whatsapp.com/<code> */
+                            link: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    leaveGroupChat: {
+        parameters: {
+            query?: {
+                /** @description The device the chat belongs to; required when the account has more than one */
+                deviceId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A number, <digits>@lid, or a group id <digits>@g.us */
+                chatId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "string",
+                     *         "deviceId": "string",
+                     *         "type": "direct",
+                     *         "name": "string",
+                     *         "phoneNumber": "string",
+                     *         "lid": "string",
+                     *         "lastMessage": {
+                     *           "id": "msg_01JDZ3W5Q8R7T2M4N6P8S0V1X3",
+                     *           "direction": "out",
+                     *           "deviceId": "dev_01JDZ2K7B3C5D7F9G1H3J5K7M9",
+                     *           "jobId": null,
+                     *           "to": "6281234567890",
+                     *           "from": null,
+                     *           "type": "TEXT",
+                     *           "content": "Your order #1042 is ready for pickup",
+                     *           "mediaUrl": null,
+                     *           "media": null,
+                     *           "status": "SENT",
+                     *           "attempts": 1,
+                     *           "error": null,
+                     *           "scheduledAt": null,
+                     *           "createdAt": "2026-11-25T09:30:00.000Z",
+                     *           "queuedAt": "2026-11-25T09:30:00.000Z",
+                     *           "sentAt": "2026-11-25T09:30:01.250Z",
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
+                     *           "failedAt": null,
+                     *           "cancelledAt": null,
+                     *           "receivedAt": null,
+                     *           "fromLid": null,
+                     *           "location": null,
+                     *           "contacts": null,
+                     *           "poll": null,
+                     *           "reaction": null,
+                     *           "replyTo": null,
+                     *           "mentions": null,
+                     *           "editedAt": null,
+                     *           "deletedAt": null,
+                     *           "chatId": "6281234567890"
+                     *         },
+                     *         "unreadCount": 1,
+                     *         "participantsCount": 1,
+                     *         "updatedAt": "2026-11-25T09:30:00.000Z",
+                     *         "participants": [
+                     *           {
+                     *             "phoneNumber": "string",
+                     *             "lid": "string",
+                     *             "admin": true
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description Direct: the number (digits), or <digits>@lid while the network hides it; group: <digits>@g.us */
+                            id: string;
+                            deviceId: string;
+                            type: "direct" | "group";
+                            /** @description A group's subject; a person's name from the account's contacts */
+                            name: string | null;
+                            /** @description Direct chats: the number, when known (also once a LID is mapped to it) */
+                            phoneNumber: string | null;
+                            /** @description Direct chats on WhatsApp: the person's LID (<digits>@lid), when known */
+                            lid: string | null;
+                            lastMessage: components["schemas"]["Message"] | null;
+                            unreadCount: number;
+                            /** @description Groups: members, the device's own number included */
+                            participantsCount: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds
+                             */
+                            updatedAt: string;
+                            /** @description Groups: every member; null for a direct chat */
+                            participants: {
+                                /** @description The number (digits), or <digits>@lid while the network hides it */
+                                phoneNumber: string;
+                                lid: string | null;
+                                admin: boolean;
+                            }[] | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     checkNumbers: {

@@ -1,7 +1,8 @@
 /**
  * Conversations on the sandbox network, as a new user meets them (DESIGN.md section 10): chats
  * made by traffic both ways and by group chats, unread counts and reading, a chat's history paged
- * by keyset, sending into a group chat, number look-ups, and the unhappy paths.
+ * by keyset, sending into a group chat, the groups a device administers, number look-ups, and
+ * the unhappy paths.
  */
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -325,6 +326,107 @@ describe("a chat's history", () => {
 
     expectFieldError(await call(ctx, tenant, 'GET', `/chats/${peer}/messages?before=msg_nope`), 'before');
   }, 180_000);
+});
+
+interface ParticipantsChange {
+  chat: ChatDetailJson;
+  results: { phoneNumber: string; ok: boolean; reason: string | null }[];
+}
+
+describe('WhatsApp groups the device administers', () => {
+  it('creates a group, renames it, adds, promotes, demotes and removes members with an answer per number, gives its invite link, and leaves it', async () => {
+    const tenant = await createTenant(ctx);
+    expectError(await call(ctx, tenant, 'POST', '/chats', { name: 'Team', participants: [phone()] }), 409, 'NO_CONNECTED_DEVICE');
+    const device = await linkDevice(ctx, tenant);
+    const [alice, bob, carol] = [phone(), phone(), phone()];
+    const off = phone('0000');
+
+    // Created with the device's number as its admin; numbers not on the network are left out, a repeated one counts once.
+    const created = expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'POST', '/chats', { name: '  Team  ', participants: [alice, `+${bob}`, alice, off] }), 201).data;
+    expect(created).toMatchObject({ type: 'group', deviceId: device.id, name: 'Team', participantsCount: 3, unreadCount: 0 });
+    expect(created.id).toMatch(/^\d+@g\.us$/);
+    expect(created.participants).toEqual([
+      { phoneNumber: device.phoneNumber, lid: null, admin: true },
+      { phoneNumber: alice, lid: null, admin: false },
+      { phoneNumber: bob, lid: null, admin: false },
+    ]);
+    expect((await listChats(tenant, '?type=group')).data.map((c) => c.id)).toEqual([created.id]);
+    const sent = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'welcome', chatIds: [created.id] });
+    expect(sent.message).toMatchObject({ to: created.id, status: 'SENT' });
+    const [received] = (await sandboxMessages(ctx, tenant)).data;
+    expect((received as unknown as { groupMembers: string[] }).groupMembers.sort()).toEqual([alice, bob].sort());
+
+    const renamed = expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'PATCH', `/chats/${created.id}`, { name: 'Team 2' })).data;
+    expect(renamed.name).toBe('Team 2');
+    expect((await getChat(tenant, created.id)).name).toBe('Team 2');
+
+    const participants = async (action: string, phoneNumbers: string[]): Promise<ParticipantsChange> =>
+      expectOk<DataBody<ParticipantsChange>>(await call(ctx, tenant, 'POST', `/chats/${created.id}/participants`, { action, phoneNumbers })).data;
+    const added = await participants('add', [carol, alice, off]);
+    expect(added.results).toEqual([
+      { phoneNumber: carol, ok: true, reason: null },
+      { phoneNumber: alice, ok: false, reason: 'is already a participant' },
+      { phoneNumber: off, ok: false, reason: 'is not on the network' },
+    ]);
+    expect(added.chat.participants!.map((p) => p.phoneNumber)).toEqual([device.phoneNumber, alice, bob, carol]);
+    expect(added.chat.participantsCount).toBe(4);
+    const promoted = await participants('promote', [carol]);
+    expect(promoted.chat.participants!.find((p) => p.phoneNumber === carol)!.admin).toBe(true);
+    expect((await participants('promote', [carol])).results[0]).toEqual({ phoneNumber: carol, ok: false, reason: 'is already an admin' });
+    const demoted = await participants('demote', [carol, device.phoneNumber!]);
+    expect(demoted.results.map((r) => r.ok)).toEqual([true, false]);
+    expect(demoted.chat.participants!.find((p) => p.phoneNumber === carol)!.admin).toBe(false);
+    const removed = await participants('remove', [bob, device.phoneNumber!]);
+    expect(removed.results[0]).toEqual({ phoneNumber: bob, ok: true, reason: null });
+    expect(removed.results[1]!.reason).toMatch(/leave the group instead/);
+    expect(removed.chat.participants!.map((p) => p.phoneNumber)).toEqual([device.phoneNumber, alice, carol]);
+
+    const invite = expectOk<DataBody<{ chatId: string; deviceId: string; code: string; link: string }>>(await call(ctx, tenant, 'GET', `/chats/${created.id}/invite`)).data;
+    expect(invite).toMatchObject({ chatId: created.id, deviceId: device.id, link: `https://chat.whatsapp.com/${invite.code}` });
+    expect(invite.code).toMatch(/^[\w-]{22}$/);
+
+    // Left: the chat and its history stay, the device is no longer a participant, and the group takes no more messages.
+    const left = expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'POST', `/chats/${created.id}/leave`)).data;
+    expect(left.participants!.map((p) => p.phoneNumber)).toEqual([alice, carol]);
+    expect(left.lastMessage?.id).toBe(sent.message.id);
+    const after = await sendDirect(ctx, tenant, { type: 'TEXT', content: 'still there?', chatIds: [created.id] });
+    expect(after.message).toMatchObject({ status: 'FAILED', error: { code: 'NOT_A_GROUP_MEMBER' } });
+    expect(expectError(await call(ctx, tenant, 'POST', `/chats/${created.id}/leave`), 409, 'CONFLICT').error.message).toBe('The device is not in this group any more');
+    expectError(await call(ctx, tenant, 'PATCH', `/chats/${created.id}`, { name: 'x' }), 409, 'CONFLICT');
+  }, 60_000);
+
+  it("refuses what is not a group of the account's devices, what only an admin may do, and bad names and numbers", async () => {
+    const tenant = await createTenant(ctx);
+    const device = await linkDevice(ctx, tenant);
+    const peer = phone();
+    await incoming(tenant, device.id, peer, 'hi');
+    await waitFor(async () => (await listChats(tenant)).data.length === 1, 5_000, 'the direct chat');
+    expectFieldError(await call(ctx, tenant, 'PATCH', `/chats/${peer}`, { name: 'x' }), 'chatId');
+    expectFieldError(await call(ctx, tenant, 'GET', `/chats/${peer}/invite`), 'chatId');
+    expectError(await call(ctx, tenant, 'POST', '/chats/120363000000000009@g.us/leave'), 404, 'NOT_FOUND');
+
+    const group = expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'POST', '/chats', { name: 'Club', participants: [phone()] }), 201).data;
+    const stranger = await createTenant(ctx);
+    await linkDevice(ctx, stranger);
+    expectError(await call(ctx, stranger, 'GET', `/chats/${group.id}/invite`), 404, 'NOT_FOUND');
+    expectError(await call(ctx, stranger, 'POST', `/chats/${group.id}/participants`, { action: 'add', phoneNumbers: [phone()] }), 404, 'NOT_FOUND');
+
+    // A group the device is in but does not administer (the phone of another member created it).
+    const theirs = await createGroup(tenant, device.id, 'Theirs', [phone()]);
+    await waitFor(async () => (await listChats(tenant, '?type=group')).data.some((c) => c.id === theirs.id), 5_000, 'the group chat listed');
+    await ctx.database.query("UPDATE chats SET participants = jsonb_set(participants, '{0,admin}', 'false') WHERE id = $1", [theirs.id]);
+    const notAdmin = expectError(await call(ctx, tenant, 'PATCH', `/chats/${theirs.id}`, { name: 'Mine now' }), 409, 'CONFLICT');
+    expect(notAdmin.error.message).toBe('Only a group admin can rename it, and the device is not one');
+
+    expectFieldError(await call(ctx, tenant, 'POST', '/chats', { name: '   ', participants: [phone()] }), 'name');
+    expectFieldError(await call(ctx, tenant, 'POST', '/chats', { name: 'x'.repeat(101), participants: [phone()] }), 'name');
+    expectFieldError(await call(ctx, tenant, 'POST', '/chats', { name: 'Club', participants: [] }), 'participants');
+    expectFieldError(await call(ctx, tenant, 'POST', '/chats', { name: 'Club', participants: ['12'] }), 'participants[0]');
+    expectFieldError(await call(ctx, tenant, 'POST', `/chats/${group.id}/participants`, { action: 'kick', phoneNumbers: [phone()] }), 'action');
+    const tooMany = Array.from({ length: 51 }, () => phone());
+    expectFieldError(await call(ctx, tenant, 'POST', `/chats/${group.id}/participants`, { action: 'add', phoneNumbers: tooMany }), 'phoneNumbers');
+    expectError(await call(ctx, tenant, 'POST', '/chats', { name: 'Club', participants: [phone()], deviceId: 'dev_nope' }), 404, 'NOT_FOUND');
+  }, 60_000);
 });
 
 describe('number checks', () => {

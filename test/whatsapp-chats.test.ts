@@ -4,7 +4,8 @@
  * (groupFetchAllParticipating, groups.update → groupMetadata) as group chats with participants,
  * group messages with the member as sender, LID-only senders whose chat becomes the number's once
  * WhatsApp tells it (lid-mapping.update), read receipts (readMessages), presence, onWhatsApp
- * look-ups with their cache, and sending into a group chat.
+ * look-ups with their cache, sending into a group chat, and a group admin's changes
+ * (groupCreate, groupUpdateSubject, groupParticipantsUpdate, groupInviteCode, groupLeave).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatDetailJson, ChatJson } from '../src/conversations/chat-record.js';
@@ -38,7 +39,7 @@ const groupMetadata = (subject: string): WAGroupMetadata => ({
   ],
 });
 
-async function api<T>(method: 'GET' | 'POST', url: string, payload?: unknown): Promise<{ status: number; body: T }> {
+async function api<T>(method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown): Promise<{ status: number; body: T }> {
   const raw = await ctx.app.inject({ method, url, headers: tenant.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
   return { status: raw.statusCode, body: json<T>(raw) };
 }
@@ -203,5 +204,53 @@ describe('WhatsApp conversations through the API', () => {
     await waitFor(async () => (await chat(GROUP))?.name === 'Shop team (new)', 5_000, 'the renamed group');
     expect(socket.groupMetadataCalls).toBe(1);
     expect((await chats('?type=group')).map((c) => c.name)).toEqual(['Shop team (new)']);
+  });
+});
+
+describe("a group admin's changes through the API", () => {
+  const [ANA, BEN, CAT] = ['6281377700021', '6281377700022', '6281377700023'];
+  type Change = { chat: ChatDetailJson; results: { phoneNumber: string; ok: boolean; reason: string | null }[] };
+
+  it('creates a group with groupCreate, changes its participants with an answer per number, renames it, reads its invite code and leaves it', async () => {
+    const created = await api<{ data: ChatDetailJson }>('POST', '/chats', { name: 'Market', participants: [ANA, `+${BEN}`], deviceId });
+    expect(created.status).toBe(201);
+    const group = created.body.data;
+    expect(socket.groupCalls.at(-1)).toEqual({ call: 'groupCreate', jid: group.id, args: ['Market', [`${ANA}@s.whatsapp.net`, `${BEN}@s.whatsapp.net`]] });
+    expect(group).toMatchObject({ type: 'group', name: 'Market', participantsCount: 3 });
+    expect(group.participants!.map((p) => [p.phoneNumber, p.admin])).toEqual([[ME, true], [ANA, false], [BEN, false]]);
+
+    // WhatsApp answers each number: CAT's privacy settings refuse being added (403).
+    socket.participantStatus.set(`${CAT}@s.whatsapp.net`, '403');
+    const added = await api<{ data: Change }>('POST', `/chats/${group.id}/participants?deviceId=${deviceId}`, { action: 'add', phoneNumbers: [CAT] });
+    expect(added.status).toBe(200);
+    expect(socket.groupCalls.at(-1)).toEqual({ call: 'groupParticipantsUpdate', jid: group.id, args: [[`${CAT}@s.whatsapp.net`], 'add'] });
+    expect(added.body.data.results).toEqual([{ phoneNumber: CAT, ok: false, reason: "cannot be added by others (their privacy settings): send them the group's invite link" }]);
+    const promoted = await api<{ data: Change }>('POST', `/chats/${group.id}/participants`, { action: 'promote', phoneNumbers: [ANA], deviceId });
+    expect(promoted.body.data.results).toEqual([{ phoneNumber: ANA, ok: true, reason: null }]);
+    // The chat is read back from WhatsApp (groupMetadata), not guessed.
+    expect(promoted.body.data.chat.participants!.find((p) => p.phoneNumber === ANA)!.admin).toBe(true);
+
+    const renamed = await api<{ data: ChatDetailJson }>('PATCH', `/chats/${group.id}?deviceId=${deviceId}`, { name: 'Market day' });
+    expect(socket.groupCalls.at(-1)).toEqual({ call: 'groupUpdateSubject', jid: group.id, args: ['Market day'] });
+    expect(renamed.body.data.name).toBe('Market day');
+
+    const invite = await api<{ data: { code: string; link: string } }>('GET', `/chats/${group.id}/invite?deviceId=${deviceId}`);
+    expect(socket.groupCalls.at(-1)!.call).toBe('groupInviteCode');
+    expect(invite.body.data.link).toBe(`https://chat.whatsapp.com/${invite.body.data.code}`);
+
+    const left = await api<{ data: ChatDetailJson }>('POST', `/chats/${group.id}/leave?deviceId=${deviceId}`);
+    expect(left.status).toBe(200);
+    expect(socket.groupCalls.at(-1)).toEqual({ call: 'groupLeave', jid: group.id, args: [] });
+    expect(left.body.data.participants!.map((p) => p.phoneNumber)).toEqual([ANA, BEN]);
+  });
+
+  it("WhatsApp's refusal is a 409 that says why (the stored group had the device as an admin)", async () => {
+    const group = (await api<{ data: ChatDetailJson }>('POST', '/chats', { name: 'Stall', participants: [ANA], deviceId })).body.data;
+    // Another admin took the device's admin rights; the stored group does not know it yet.
+    socket.groups.get(group.id)!.participants[0]!.admin = null;
+    const refused = await api<{ success: false; error: { code: string; message: string } }>('PATCH', `/chats/${group.id}?deviceId=${deviceId}`, { name: 'Mine' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'CONFLICT', message: 'WhatsApp refused: the device is not an admin of this group' });
+    expect(socket.groupCalls.at(-1)!.call).toBe('groupCreate');
   });
 });

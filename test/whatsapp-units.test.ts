@@ -9,6 +9,8 @@ import { DatabaseAuthStore } from '../src/network/whatsapp/auth-state.js';
 import { isPersonJid, jidToPhone, maskPhone, normalizeLid } from '../src/network/whatsapp/jid.js';
 import { classifyAckError, classifyDisconnect, classifySendError, defaultFileName, quotedMessage, receiptStatus } from '../src/network/whatsapp/messages.js';
 import { WarmupPolicy } from '../src/network/whatsapp/warmup.js';
+import { groupQueryError, participantOutcomes } from '../src/network/whatsapp/groups.js';
+import { NetworkRefusal } from '../src/network/network.js';
 import { createTenant, createTestApp, type Tenant, type TestContext } from './helpers.js';
 import { insertDevice, realHelpers } from './whatsapp/harness.js';
 
@@ -206,5 +208,44 @@ describe("a member's message in a group chat, as Baileys quotes it", () => {
     // A message of the device itself is quoted under the device's own number (Baileys' userJid).
     const own = generateWAMessageFromContent(GROUP, { extendedTextMessage: { text: 'again' } }, { quoted: quotedMessage({ ...ref, fromMe: true, participant: undefined }, GROUP) as never, userJid: '6281377700001@s.whatsapp.net' });
     expect(own.message?.extendedTextMessage?.contextInfo?.participant).toBe('6281377700001@s.whatsapp.net');
+  });
+});
+
+describe("what WhatsApp answers a group admin's change", () => {
+  const errorNode = (text: string, code: number): Error => Object.assign(new Error(text), { isBoom: true, data: code, output: { statusCode: 500 } });
+
+  it("is a refusal when WhatsApp answered with an error node, and stays the error it was when the connection failed", () => {
+    const notAdmin = groupQueryError(errorNode('not-authorized', 401));
+    expect(notAdmin).toBeInstanceOf(NetworkRefusal);
+    expect((notAdmin as Error).message).toBe('WhatsApp refused: the device is not an admin of this group');
+    expect((groupQueryError(errorNode('bad-request', 400)) as Error).message).toBe('WhatsApp refused: bad-request (400)');
+    const closed = Object.assign(new Error('Connection Closed'), { isBoom: true, output: { statusCode: 428 } });
+    expect(groupQueryError(closed)).toBe(closed);
+    const timedOut = errorNode('Timed Out', 408);
+    expect(groupQueryError(timedOut)).toBe(timedOut);
+    expect(groupQueryError(errorNode('internal', 500))).not.toBeInstanceOf(NetworkRefusal);
+  });
+
+  it('answers each number asked, matched by number, by a LID WhatsApp mapped, or by position', () => {
+    const lids = new Map([['5550022@lid', '6281377700022']]);
+    const outcomes = participantOutcomes(
+      ['6281377700021', '6281377700022', '6281377700023'],
+      [
+        { status: '409', jid: '6281377700021@s.whatsapp.net' },
+        { status: '200', jid: '5550022@lid' },
+        { status: '408', jid: '6281377700023@s.whatsapp.net' },
+      ],
+      (lid) => lids.get(lid),
+    );
+    expect(outcomes).toEqual([
+      { phoneNumber: '6281377700021', ok: false, reason: 'is already a participant' },
+      { phoneNumber: '6281377700022', ok: true, reason: null },
+      { phoneNumber: '6281377700023', ok: false, reason: 'left the group recently and cannot be added back yet' },
+    ]);
+    expect(participantOutcomes(['6281377700021'], [{ status: '200', jid: '777@lid' }], () => undefined)).toEqual([{ phoneNumber: '6281377700021', ok: true, reason: null }]);
+    expect(participantOutcomes(['6281377700021', '6281377700022'], [{ status: '999' }], () => undefined)).toEqual([
+      { phoneNumber: '6281377700021', ok: false, reason: 'WhatsApp did not answer for this number' },
+      { phoneNumber: '6281377700022', ok: false, reason: 'WhatsApp did not answer for this number' },
+    ]);
   });
 });

@@ -65,7 +65,30 @@ export const NumberCheckSchema = Type.Object({
   chatId: Type.Union([Type.String(), Type.Null()], { description: 'The chat id to send to (null when not on the network)' }),
 });
 
+export const ParticipantActionSchema = Type.Union([Type.Literal('add'), Type.Literal('remove'), Type.Literal('promote'), Type.Literal('demote')], {
+  description: 'add or remove members; promote to admin or demote',
+});
+
+export const ParticipantOutcomeSchema = Type.Object({
+  phoneNumber: Type.String(),
+  ok: Type.Boolean(),
+  reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the network refused this number (null when ok)' }),
+});
+
+export const ParticipantsChangeSchema = Type.Object({
+  chat: ChatDetailSchema,
+  results: Type.Array(ParticipantOutcomeSchema, { description: 'One per number asked, in order' }),
+});
+
+export const GroupInviteSchema = Type.Object({
+  chatId: Type.String(),
+  deviceId: Type.String(),
+  code: Type.String(),
+  link: Type.String({ description: 'https://chat.whatsapp.com/<code>' }),
+});
+
 export type ChatType = Static<typeof ChatTypeSchema>;
+export type GroupInvite = Static<typeof GroupInviteSchema>;
 export type Chat = Static<typeof ChatSchema>;
 export type ChatDetail = Static<typeof ChatDetailSchema>;
 export type Participant = Static<typeof ParticipantSchema>;

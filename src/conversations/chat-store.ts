@@ -228,6 +228,18 @@ export async function getChat(db: Queryable, accountId: string, deviceId: string
   return row;
 }
 
+/** The device's number left a group: it is no longer among the chat's participants (the chat and its history stay). */
+export async function leftGroup(db: Queryable, deviceId: string, chatId: string): Promise<void> {
+  await db.query(
+    `UPDATE chats c SET participants = COALESCE(
+        (SELECT jsonb_agg(p ORDER BY n) FROM jsonb_array_elements(c.participants) WITH ORDINALITY AS e(p, n) WHERE p->>'phoneNumber' IS DISTINCT FROM d.phone_number),
+        '[]'::jsonb)
+       FROM devices d
+      WHERE d.id = c.device_id AND c.device_id = $1 AND c.id = $2 AND c.participants IS NOT NULL`,
+    [deviceId, chatId],
+  );
+}
+
 /** Messages of one chat of a device, newest first, before a message (keyset on created_at, id). */
 export async function chatMessages(db: Queryable, deviceId: string, chatId: string, limit: number, before: { createdAt: Date; id: string } | undefined): Promise<MessageRow[]> {
   const keyset = before ? 'AND (m.created_at, m.id) < ($4::timestamptz, $5::text)' : '';

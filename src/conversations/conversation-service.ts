@@ -1,7 +1,8 @@
 /**
  * Conversations as the API shows them (DESIGN.md section 10): chats of the account's devices,
- * one chat with its group members, a chat's history by keyset, marking read, presence, and
- * number look-ups. What needs the device's network session (read receipts, presence, look-ups)
+ * one chat with its group members, a chat's history by keyset, marking read, presence, number
+ * look-ups, and the WhatsApp groups a device administers (create, rename, participants, invite
+ * link, leave). What needs the device's network session (read receipts, presence, look-ups)
  * goes to the worker that holds it through device_requests (device-requests.ts).
  */
 import type { Database } from '../platform/database.js';
@@ -11,13 +12,13 @@ import { normalizePhone } from '../platform/phone.js';
 import { escapeLike } from '../directory/contact-store.js';
 import { chooseDevice } from '../devices/device-choice.js';
 import { DeviceStore } from '../devices/device-store.js';
-import type { PresenceState } from '../network/network.js';
+import type { NumberCheck, ParticipantAction, ParticipantOutcome, PresenceState } from '../network/network.js';
 import { toMessage } from '../messaging/message-model.js';
 import type { Message } from '../messaging/message-record.js';
-import type { Chat, ChatDetail, ChatType, NumberCheckResult } from './chat-record.js';
+import type { Chat, ChatDetail, ChatType, GroupInvite, NumberCheckResult } from './chat-record.js';
 import { normalizeChatId } from './chat-ids.js';
 import * as store from './chat-store.js';
-import { cachedChecks, createRequest, getAnswer, type DeviceRequest } from './device-requests.js';
+import { cachedChecks, createRequest, getAnswer, type DeviceAnswer, type DeviceRequest } from './device-requests.js';
 import { deleteRequest } from './device-requests.js';
 
 export const MAX_NUMBER_CHECKS = 50;
@@ -29,8 +30,13 @@ const MAX_PAGE = 100;
 const CHAT_COUNT_CAP = 1_000;
 /** Read receipts sent for one read, at most (the newest unread messages). */
 const MAX_READ_RECEIPTS = 500;
-/** How long POST /numbers/check waits for the worker holding the device to ask the network. */
+/** How long the API waits for the worker holding the device to ask the network (a look-up, a group change). */
 const CHECK_WAIT_MS = 30_000;
+/** A group's name (WhatsApp's subject) has at most this many characters. */
+export const MAX_GROUP_NAME = 100;
+/** Numbers one participants change (or a new group) takes at most. */
+export const MAX_GROUP_CHANGE = 50;
+const INVITE_LINK_BASE = 'https://chat.whatsapp.com/';
 
 export interface ChatListQuery {
   deviceId?: string | undefined;
@@ -65,6 +71,25 @@ function decodeCursor(cursor: string): { page: number; position: store.ChatPosit
   const [, page, ms, deviceId, id] = value as unknown[];
   if (!Number.isInteger(page) || !Number.isInteger(ms) || typeof deviceId !== 'string' || typeof id !== 'string' || (ms as number) < 0) throw refuse();
   return { page: page as number, position: { at: new Date(ms as number), deviceId, id } };
+}
+
+/** A group's name, trimmed (its length is the route schema's, MAX_GROUP_NAME). */
+function groupName(raw: string): string {
+  const name = raw.trim();
+  if (name.length === 0) throw validationError('name', 'must not be blank');
+  return name;
+}
+
+/** Numbers as E.164 digits, in order; each bad one named by its index. */
+function phoneNumbersOf(raw: string[], field: string): string[] {
+  const errors: FieldError[] = [];
+  const numbers = raw.map((value, index) => {
+    const phone = normalizePhone(value);
+    if (!phone.ok) errors.push({ field: `${field}[${index}]`, message: phone.message });
+    return phone.ok ? phone.digits : '';
+  });
+  if (errors.length > 0) throw invalidFields(errors);
+  return numbers;
 }
 
 export class ConversationService {
@@ -150,13 +175,7 @@ export class ConversationService {
    */
   async checkNumbers(accountId: string, input: { phoneNumbers: string[]; deviceId?: string | undefined }): Promise<NumberCheckResult[]> {
     if (input.phoneNumbers.length > MAX_NUMBER_CHECKS) throw validationError('phoneNumbers', `must have at most ${MAX_NUMBER_CHECKS} numbers`);
-    const errors: FieldError[] = [];
-    const numbers = input.phoneNumbers.map((raw, index) => {
-      const phone = normalizePhone(raw);
-      if (!phone.ok) errors.push({ field: `phoneNumbers[${index}]`, message: phone.message });
-      return phone.ok ? phone.digits : '';
-    });
-    if (errors.length > 0) throw invalidFields(errors);
+    const numbers = phoneNumbersOf(input.phoneNumbers, 'phoneNumbers');
     const deviceId = await chooseDevice(this.database, accountId, input.deviceId);
     const unique = [...new Set(numbers)];
     const known = await cachedChecks(this.database, deviceId, unique);
@@ -170,8 +189,82 @@ export class ConversationService {
     });
   }
 
-  private async lookUp(deviceId: string, phoneNumbers: string[]): Promise<{ phoneNumber: string; onNetwork: boolean }[]> {
-    const requestId = await createRequest(this.database, deviceId, { kind: 'check', payload: { phoneNumbers } });
+  private async lookUp(deviceId: string, phoneNumbers: string[]): Promise<NumberCheck[]> {
+    const answer = await this.askAndWait(deviceId, { kind: 'check', payload: { phoneNumbers } }, 'look the numbers up');
+    return answer.checks ?? [];
+  }
+
+  // ---- WhatsApp groups the device administers --------------------------------------------
+
+  /** Creates a WhatsApp group through a device of the account (the oldest connected one unless `deviceId`); its chat is answered. */
+  async createGroup(accountId: string, input: { name: string; participants: string[]; deviceId?: string | undefined }): Promise<ChatDetail> {
+    const name = groupName(input.name);
+    const participants = [...new Set(phoneNumbersOf(input.participants, 'participants'))];
+    const deviceId = await chooseDevice(this.database, accountId, input.deviceId);
+    const { groupId } = await this.askAndWait(deviceId, { kind: 'group', payload: { action: 'create', name, participants } }, 'create the group');
+    if (!groupId) throw new AppError('SERVICE_UNAVAILABLE', 'The network created no group');
+    return this.get(accountId, groupId, deviceId);
+  }
+
+  async renameGroup(accountId: string, rawChatId: string, deviceId: string | undefined, rawName: string): Promise<ChatDetail> {
+    const name = groupName(rawName);
+    const chat = await this.groupChat(accountId, rawChatId, deviceId, 'rename it');
+    await this.askAndWait(chat.device_id, { kind: 'group', payload: { action: 'rename', group: chat.id, name } }, 'rename the group');
+    return this.get(accountId, chat.id, chat.device_id);
+  }
+
+  /** Adds, removes, promotes or demotes members; each number is answered on its own, beside the group as it then is. */
+  async changeParticipants(
+    accountId: string,
+    rawChatId: string,
+    deviceId: string | undefined,
+    input: { action: ParticipantAction; phoneNumbers: string[] },
+  ): Promise<{ chat: ChatDetail; results: ParticipantOutcome[] }> {
+    const phoneNumbers = [...new Set(phoneNumbersOf(input.phoneNumbers, 'phoneNumbers'))];
+    const chat = await this.groupChat(accountId, rawChatId, deviceId, 'change its participants');
+    const { outcomes } = await this.askAndWait(
+      chat.device_id,
+      { kind: 'group', payload: { action: 'participants', group: chat.id, change: input.action, phoneNumbers } },
+      'change the participants',
+    );
+    return { chat: await this.get(accountId, chat.id, chat.device_id), results: outcomes ?? [] };
+  }
+
+  async inviteLink(accountId: string, rawChatId: string, deviceId: string | undefined): Promise<GroupInvite> {
+    const chat = await this.groupChat(accountId, rawChatId, deviceId, 'read its invite link');
+    const { inviteCode } = await this.askAndWait(chat.device_id, { kind: 'group', payload: { action: 'invite', group: chat.id } }, 'read the invite link');
+    if (!inviteCode) throw new AppError('SERVICE_UNAVAILABLE', 'The network answered without an invite code');
+    return { chatId: chat.id, deviceId: chat.device_id, code: inviteCode, link: `${INVITE_LINK_BASE}${inviteCode}` };
+  }
+
+  /** The device's number leaves the group; the chat and its history stay, without it among the participants. */
+  async leaveGroup(accountId: string, rawChatId: string, deviceId: string | undefined): Promise<ChatDetail> {
+    const chat = await this.groupChat(accountId, rawChatId, deviceId, null);
+    await this.askAndWait(chat.device_id, { kind: 'group', payload: { action: 'leave', group: chat.id } }, 'leave the group');
+    return this.get(accountId, chat.id, chat.device_id);
+  }
+
+  /**
+   * A group chat of the account that the device is in, refused early where the stored group
+   * already says no: a direct chat, a group the device left, or (for `adminTo`) one where the
+   * device is not an admin. Where the device's own number is not listed (WhatsApp may list it by
+   * its LID) the network decides.
+   */
+  private async groupChat(accountId: string, rawChatId: string, deviceId: string | undefined, adminTo: string | null): Promise<store.ChatRow> {
+    const { chat } = await this.chat(accountId, rawChatId, deviceId);
+    if (chat.type !== 'group') throw validationError('chatId', 'is a direct chat; only a WhatsApp group chat has participants, a name and an invite link');
+    const device = await this.devices.get(accountId, chat.device_id);
+    const own = device?.phone_number ? chat.participants?.find((p) => p.phoneNumber === device.phone_number) : undefined;
+    if (device?.phone_number && chat.participants && !own && chat.participants.every((p) => p.lid === null && !p.phoneNumber.endsWith('@lid'))) {
+      throw new AppError('CONFLICT', 'The device is not in this group any more');
+    }
+    if (adminTo && own && !own.admin) throw new AppError('CONFLICT', `Only a group admin can ${adminTo}, and the device is not one`);
+    return chat;
+  }
+
+  /** Asks the worker holding the device and waits for its answer: a refusal by the network is a 409, no answer a 503. */
+  private async askAndWait(deviceId: string, request: DeviceRequest, what: string): Promise<DeviceAnswer> {
+    const requestId = await createRequest(this.database, deviceId, request);
     let wake: (() => void) | undefined;
     const unsubscribe = this.bus.subscribe('waygate_devices', (payload) => {
       if (payload === `answer:${requestId}`) wake?.();
@@ -182,8 +275,9 @@ export class ConversationService {
       for (;;) {
         const row = await getAnswer(this.database, requestId);
         if (row?.answered) {
-          if (row.error !== null || !row.answer) throw new AppError('SERVICE_UNAVAILABLE', `The network could not look the numbers up: ${row.error ?? 'no answer'}`);
-          return row.answer.checks;
+          if (row.answer?.refused !== undefined) throw new AppError('CONFLICT', row.answer.refused);
+          if (row.error !== null || !row.answer) throw new AppError('SERVICE_UNAVAILABLE', `The network could not ${what}: ${row.error ?? 'no answer'}`);
+          return row.answer;
         }
         if (Date.now() >= deadline) {
           throw new AppError('SERVICE_UNAVAILABLE', 'No answer from the device: is it connected, and is a worker running? Try again later');

@@ -1,18 +1,19 @@
 /**
  * The worker side of conversations, for the devices whose sessions this worker holds: the
  * network's group lists and LID ↔ number pairs go into chats, and the API's requests
- * (device-requests.ts) are served with the device's session, one at a time per device. Number
+ * (device-requests.ts: look-ups, reads, presence, a group admin's changes) are served with the
+ * device's session, one at a time per device. Number
  * look-ups are paced per device (NUMBER_CHECK_INTERVAL_MS between two look-ups on the network):
  * bursts of look-ups are a ban signal on WhatsApp.
  */
 import type { Logger } from 'pino';
 import type { Database } from '../platform/database.js';
 import type { Bus } from '../platform/bus.js';
-import type { NetworkEvent, NetworkSession } from '../network/network.js';
-import { applyIdentity, recordPresence, upsertGroups } from './chat-store.js';
+import { NetworkRefusal, type GroupInfo, type NetworkEvent, type NetworkSession } from '../network/network.js';
+import { applyIdentity, leftGroup, recordPresence, upsertGroups } from './chat-store.js';
 import { isLidChatId } from './chat-ids.js';
 import { presenceNews, type ChatActivity } from './chat-activity.js';
-import { answerRequest, deleteRequest, openRequests, saveChecks, type OpenRequest } from './device-requests.js';
+import { ANSWERED_KINDS, answerRequest, deleteRequest, openRequests, saveChecks, type DeviceAnswer, type DeviceRequest, type GroupChange, type OpenRequest } from './device-requests.js';
 
 /** A presence older than this is not shown any more (the moment passed). */
 const PRESENCE_STALE_MS = 30_000;
@@ -83,35 +84,76 @@ export class ConversationWorker {
     }
   }
 
+  /** A request the API waits for is answered (or its failure told); any other is done and removed. */
   private async handle(deviceId: string, session: NetworkSession, request: OpenRequest): Promise<void> {
+    const answered = ANSWERED_KINDS.has(request.kind);
     try {
-      if (request.kind === 'check') {
-        const { phoneNumbers } = request.payload as { phoneNumbers: string[] };
+      const answer = await this.perform(deviceId, session, request);
+      if (answered) await this.answer(request.id, answer ?? {}, null);
+      else await deleteRequest(this.database, request.id);
+    } catch (error) {
+      this.log.warn({ err: error, deviceId, kind: request.kind }, 'a device request failed');
+      if (!answered) await deleteRequest(this.database, request.id);
+      else if (error instanceof NetworkRefusal) await this.answer(request.id, { refused: error.message }, null);
+      else await this.answer(request.id, null, (error as Error).message);
+    }
+  }
+
+  private async answer(requestId: string, answer: DeviceAnswer | null, error: string | null): Promise<void> {
+    await answerRequest(this.database, requestId, answer, error);
+    await this.bus.publish('waygate_devices', `answer:${requestId}`);
+  }
+
+  private async perform(deviceId: string, session: NetworkSession, request: OpenRequest): Promise<DeviceAnswer | undefined> {
+    const typed = { kind: request.kind, payload: request.payload } as DeviceRequest;
+    switch (typed.kind) {
+      case 'check': {
         const wait = (this.lastCheckAt.get(deviceId) ?? 0) + this.numberCheckIntervalMs - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         this.lastCheckAt.set(deviceId, Date.now());
-        const checks = await session.checkNumbers(phoneNumbers);
+        const checks = await session.checkNumbers(typed.payload.phoneNumbers);
         await saveChecks(this.database, deviceId, checks);
-        await answerRequest(this.database, request.id, { checks }, null);
-        await this.bus.publish('waygate_devices', `answer:${request.id}`);
-        return;
+        return { checks };
       }
-      if (request.kind === 'read') {
-        const { chat, messages } = request.payload as { chat: string; messages: { networkMessageId: string; from: string }[] };
-        await session.markChatRead(chat, messages);
-      } else {
-        const { chat, state } = request.payload as { chat: string; state: 'typing' | 'recording' | 'paused' };
-        if (Date.now() - request.created_at.getTime() < PRESENCE_STALE_MS) await session.sendPresence(chat, state);
+      case 'read':
+        await session.markChatRead(typed.payload.chat, typed.payload.messages);
+        return undefined;
+      case 'presence':
+        if (Date.now() - request.created_at.getTime() < PRESENCE_STALE_MS) await session.sendPresence(typed.payload.chat, typed.payload.state);
+        return undefined;
+      case 'group':
+        return this.changeGroup(deviceId, session, typed.payload);
+    }
+  }
+
+  /** A group admin's change on the network; the group's chat is then read back from it, so the API answers with what WhatsApp has. */
+  private async changeGroup(deviceId: string, session: NetworkSession, change: GroupChange): Promise<DeviceAnswer> {
+    const readBack = async (group: GroupInfo): Promise<void> => {
+      await upsertGroups(this.database, deviceId, [group]);
+      this.chats.changed(deviceId);
+    };
+    switch (change.action) {
+      case 'create': {
+        const group = await session.createGroup(change.name, change.participants);
+        await readBack(group);
+        return { groupId: group.id };
       }
-      await deleteRequest(this.database, request.id);
-    } catch (error) {
-      this.log.warn({ err: error, deviceId, kind: request.kind }, 'a device request failed');
-      if (request.kind === 'check') {
-        await answerRequest(this.database, request.id, null, (error as Error).message);
-        await this.bus.publish('waygate_devices', `answer:${request.id}`);
-      } else {
-        await deleteRequest(this.database, request.id);
+      case 'rename':
+        await session.renameGroup(change.group, change.name);
+        await readBack(await session.groupInfo(change.group));
+        return {};
+      case 'participants': {
+        const outcomes = await session.changeParticipants(change.group, change.change, change.phoneNumbers);
+        await readBack(await session.groupInfo(change.group));
+        return { outcomes };
       }
+      case 'invite':
+        return { inviteCode: await session.groupInviteCode(change.group) };
+      case 'leave':
+        await session.leaveGroup(change.group);
+        await leftGroup(this.database, deviceId, change.group);
+        this.chats.changed(deviceId);
+        return {};
     }
   }
 }

@@ -1,19 +1,42 @@
 /**
  * Every statement on device_requests: what the API asks of the worker that holds a device's
- * network session (number look-ups, read receipts, presence). The API writes a request and
+ * network session (number look-ups, read receipts, presence, a group admin's changes). The API writes a request and
  * announces it on the bus (`request:<deviceId>` on waygate_devices); the holder serves the
  * device's open requests in order and writes the answer (a look-up) or removes the request (done).
  * Works the same when the API and the worker are different processes.
  */
 import type { Queryable } from '../platform/database.js';
-import type { PresenceState, ReadMessage } from '../network/network.js';
+import type { NumberCheck, ParticipantAction, ParticipantOutcome, PresenceState, ReadMessage } from '../network/network.js';
 import { newId } from '../platform/ids.js';
-import type { NumberCheck } from '../network/network.js';
+
+/** What a group admin asks of the network through the device (the API waits for the answer). */
+export type GroupChange =
+  | { action: 'create'; name: string; participants: string[] }
+  | { action: 'rename'; group: string; name: string }
+  | { action: 'participants'; group: string; change: ParticipantAction; phoneNumbers: string[] }
+  | { action: 'invite'; group: string }
+  | { action: 'leave'; group: string };
 
 export type DeviceRequest =
   | { kind: 'check'; payload: { phoneNumbers: string[] } }
   | { kind: 'read'; payload: { chat: string; messages: ReadMessage[] } }
-  | { kind: 'presence'; payload: { chat: string; state: PresenceState } };
+  | { kind: 'presence'; payload: { chat: string; state: PresenceState } }
+  | { kind: 'group'; payload: GroupChange };
+
+/** The requests the API waits for: their answers. */
+export const ANSWERED_KINDS: ReadonlySet<DeviceRequest['kind']> = new Set(['check', 'group']);
+
+/**
+ * A request's answer: a look-up's checks; a group change's result (the new group's id, each
+ * number's outcome, an invite code); or the network's refusal, which asking again would not change.
+ */
+export interface DeviceAnswer {
+  checks?: NumberCheck[];
+  groupId?: string;
+  outcomes?: ParticipantOutcome[];
+  inviteCode?: string;
+  refused?: string;
+}
 
 export interface OpenRequest {
   id: string;
@@ -36,12 +59,12 @@ export async function openRequests(db: Queryable, deviceId: string, limit = 50):
   );
 }
 
-export async function answerRequest(db: Queryable, id: string, answer: { checks: NumberCheck[] } | null, error: string | null): Promise<void> {
+export async function answerRequest(db: Queryable, id: string, answer: DeviceAnswer | null, error: string | null): Promise<void> {
   await db.query('UPDATE device_requests SET answer = $2::jsonb, error = $3, answered_at = now() WHERE id = $1', [id, answer === null ? null : JSON.stringify(answer), error]);
 }
 
-export async function getAnswer(db: Queryable, id: string): Promise<{ answer: { checks: NumberCheck[] } | null; error: string | null; answered: boolean } | undefined> {
-  const [row] = await db.query<{ answer: { checks: NumberCheck[] } | null; error: string | null; answered: boolean }>(
+export async function getAnswer(db: Queryable, id: string): Promise<{ answer: DeviceAnswer | null; error: string | null; answered: boolean } | undefined> {
+  const [row] = await db.query<{ answer: DeviceAnswer | null; error: string | null; answered: boolean }>(
     'SELECT answer, error, answered_at IS NOT NULL AS answered FROM device_requests WHERE id = $1',
     [id],
   );

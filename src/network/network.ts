@@ -135,6 +135,28 @@ export interface GroupParticipant {
   admin: boolean;
 }
 
+/** What a group admin does to members: adds or removes them, makes them admins or takes that back. */
+export type ParticipantAction = 'add' | 'remove' | 'promote' | 'demote';
+
+/** What became of one number of a participants change (the network answers each on its own). */
+export interface ParticipantOutcome {
+  phoneNumber: string;
+  ok: boolean;
+  /** Why the network refused this number (null when ok). */
+  reason: string | null;
+}
+
+/**
+ * The network refused what the device asked (not an admin, not in the group, …): asking again
+ * gets the same answer. Other errors (a dropped connection) may pass.
+ */
+export class NetworkRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NetworkRefusal';
+  }
+}
+
 /** What a number look-up found. */
 export interface NumberCheck {
   phoneNumber: string;
@@ -238,6 +260,18 @@ export interface NetworkSession {
   markChatRead(chat: string, messages: ReadMessage[]): Promise<void>;
   /** Shows the device typing, recording or neither in a chat. */
   sendPresence(chat: string, state: PresenceState): Promise<void>;
+  /** Creates a WhatsApp group with these members (E.164 digits); the device's number is its admin. */
+  createGroup(name: string, participants: string[]): Promise<GroupInfo>;
+  /** A group the device is in, as the network has it now. */
+  groupInfo(group: string): Promise<GroupInfo>;
+  /** Renames a group (the device must be an admin). */
+  renameGroup(group: string, name: string): Promise<void>;
+  /** Adds, removes, promotes or demotes members (the device must be an admin). */
+  changeParticipants(group: string, action: ParticipantAction, phoneNumbers: string[]): Promise<ParticipantOutcome[]>;
+  /** The group's invite code (the device must be an admin); the link is https://chat.whatsapp.com/<code>. */
+  groupInviteCode(group: string): Promise<string>;
+  /** The device's number leaves the group; the chat and its history stay. */
+  leaveGroup(group: string): Promise<void>;
   /** Limits on bulk traffic the dispatcher must respect for this device (a warm-up cap), if any. */
   readonly bulkPolicy?: BulkPolicy | undefined;
 }

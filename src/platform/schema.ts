@@ -681,6 +681,8 @@ export const sandboxGroups = pgTable(
     accountId: text('account_id').notNull(),
     name: text('name').notNull(),
     members: text('members').array().notNull(),
+    /** Members made admins besides the first (the creator, always an admin). */
+    admins: text('admins').array().notNull().default(sql`'{}'`),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [index('sandbox_groups_device_idx').on(t.deviceId)],

@@ -75,6 +75,10 @@ export class FakeSocket implements WASocketLike {
   readonly groups = new Map<string, WAGroupMetadata>();
   groupFetchCalls = 0;
   groupMetadataCalls = 0;
+  /** Group administration calls, in order (groupCreate, groupUpdateSubject, groupParticipantsUpdate, groupInviteCode, groupLeave). */
+  readonly groupCalls: { call: string; jid: string; args: unknown[] }[] = [];
+  /** WhatsApp's answer for a participant of a change, by jid ('200' when unset). */
+  readonly participantStatus = new Map<string, string>();
   /** sendPresenceUpdate and presenceSubscribe calls, in order. */
   readonly presences: { type: WAPresence | 'subscribe'; jid: string | undefined }[] = [];
 
@@ -196,6 +200,66 @@ export class FakeSocket implements WASocketLike {
     this.groupMetadataCalls++;
     const metadata = this.groups.get(jid);
     if (!metadata) throw boom(404, 'item-not-found');
+    return metadata;
+  }
+
+  /** As WhatsApp: the creator is the group's superadmin. */
+  async groupCreate(subject: string, participants: string[]): Promise<WAGroupMetadata> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    const id = `120363${String(100000 + this.groups.size).padStart(12, '0')}@g.us`;
+    this.groupCalls.push({ call: 'groupCreate', jid: id, args: [subject, participants] });
+    const own = `${this.user!.id.split(':')[0]}@s.whatsapp.net`;
+    const metadata: WAGroupMetadata = {
+      id,
+      subject,
+      creation: Math.floor(Date.now() / 1000),
+      participants: [{ id: own, admin: 'superadmin' }, ...participants.map((jid) => ({ id: jid, admin: null }))],
+    };
+    this.groups.set(id, metadata);
+    return metadata;
+  }
+
+  async groupUpdateSubject(jid: string, subject: string): Promise<void> {
+    const metadata = this.adminOf(jid);
+    this.groupCalls.push({ call: 'groupUpdateSubject', jid, args: [subject] });
+    metadata.subject = subject;
+  }
+
+  async groupParticipantsUpdate(jid: string, participants: string[], action: 'add' | 'remove' | 'promote' | 'demote'): Promise<{ status: string; jid?: string }[]> {
+    const metadata = this.adminOf(jid);
+    this.groupCalls.push({ call: 'groupParticipantsUpdate', jid, args: [participants, action] });
+    return participants.map((participant) => {
+      const status = this.participantStatus.get(participant) ?? '200';
+      if (status === '200') {
+        if (action === 'add') metadata.participants.push({ id: participant, admin: null });
+        if (action === 'remove') metadata.participants = metadata.participants.filter((p) => p.id !== participant);
+        for (const p of metadata.participants) if (p.id === participant && action !== 'add' && action !== 'remove') p.admin = action === 'promote' ? 'admin' : null;
+      }
+      return { status, jid: participant };
+    });
+  }
+
+  async groupInviteCode(jid: string): Promise<string | undefined> {
+    this.adminOf(jid);
+    this.groupCalls.push({ call: 'groupInviteCode', jid, args: [] });
+    return `Inv${jid.slice(6, 18)}Code123456`;
+  }
+
+  async groupLeave(id: string): Promise<void> {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    if (!this.groups.has(id)) throw Object.assign(boom(undefined, 'item-not-found'), { data: 404 });
+    this.groupCalls.push({ call: 'groupLeave', jid: id, args: [] });
+    this.groups.delete(id);
+  }
+
+  /** A group the number administers; WhatsApp's error node otherwise (Baileys: a Boom with the code as data). */
+  private adminOf(jid: string): WAGroupMetadata {
+    if (this.ended) throw boom(428, 'Connection Closed');
+    const metadata = this.groups.get(jid);
+    if (!metadata) throw Object.assign(boom(undefined, 'item-not-found'), { data: 404 });
+    const own = this.user!.id.split(':')[0];
+    const me = metadata.participants.find((p) => p.id.split('@')[0] === own || p.phoneNumber?.split('@')[0] === own);
+    if (!me?.admin) throw Object.assign(boom(undefined, 'not-authorized'), { data: 401 });
     return metadata;
   }
 

@@ -1,9 +1,21 @@
-/** Conversations (DESIGN.md section 10): chats, a chat's history, read and presence, and number look-ups. */
+/**
+ * Conversations (DESIGN.md section 10): chats, a chat's history, read and presence, number
+ * look-ups, and the WhatsApp groups a device administers.
+ */
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ConversationService } from '../../conversations/conversation-service.js';
-import { MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
-import { ChatDetailSchema, ChatSchema, ChatTypeSchema, NumberCheckSchema, PresenceStateSchema } from '../../conversations/chat-record.js';
+import { MAX_GROUP_CHANGE, MAX_GROUP_NAME, MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
+import {
+  ChatDetailSchema,
+  ChatSchema,
+  ChatTypeSchema,
+  GroupInviteSchema,
+  NumberCheckSchema,
+  ParticipantActionSchema,
+  ParticipantsChangeSchema,
+  PresenceStateSchema,
+} from '../../conversations/chat-record.js';
 import { MessageSchema } from '../../messaging/message-record.js';
 import { auth } from '../auth.js';
 import { errorResponses, IdString, ListingMeta, ListingQuery, successData, type RouteApp } from '../schemas.js';
@@ -17,6 +29,7 @@ const Limit = Type.Optional(Type.Integer({ minimum: 1, default: 50, description:
 export const chatRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationService }> = async (app, { conversations }) => {
   chatReadingRoutes(app, conversations);
   chatActionRoutes(app, conversations);
+  groupRoutes(app, conversations);
   numberCheckRoute(app, conversations);
 };
 
@@ -131,6 +144,106 @@ function chatActionRoutes(app: RouteApp, conversations: ConversationService): vo
       success: true as const,
       data: await conversations.presence(auth(request).accountId, request.params.chatId, request.query.deviceId ?? request.body.deviceId, request.body.state),
     }),
+  );
+}
+
+const GroupName = Type.String({ minLength: 1, maxLength: MAX_GROUP_NAME, description: "The group's name (WhatsApp's subject)" });
+const GroupNumbers = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: MAX_GROUP_CHANGE, description });
+/** What the network may answer a group admin's request with, beside the route's own refusals. */
+const GROUP_ERRORS = ['FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'SERVICE_UNAVAILABLE'] as const;
+const NETWORK_NOTE =
+  'Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.';
+
+/** WhatsApp groups the device administers: created, renamed, members changed, invite link, left. */
+function groupRoutes(app: RouteApp, conversations: ConversationService): void {
+  app.post(
+    '/chats',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'], operationId: 'createGroupChat', description: `Creates a WhatsApp group with the device's number as its admin and answers its chat. Numbers not on WhatsApp are left out, as WhatsApp does. ${NETWORK_NOTE}`,
+        summary: 'Create a WhatsApp group chat',
+        body: Type.Object(
+          {
+            name: GroupName,
+            participants: GroupNumbers("The members besides the device's number"),
+            deviceId: Type.Optional(IdString({ description: "Create it from this device (default: the account's oldest connected one)" })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: successData(ChatDetailSchema), ...errorResponses('NO_CONNECTED_DEVICE', ...GROUP_ERRORS) },
+      },
+    },
+    async (request, reply) => reply.status(201).send({ success: true as const, data: await conversations.createGroup(auth(request).accountId, request.body) }),
+  );
+
+  app.patch(
+    '/chats/:chatId',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'], operationId: 'renameGroupChat', description: `Renames a WhatsApp group (the device must be an admin). ${NETWORK_NOTE}`,
+        summary: 'Rename a group chat',
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        body: Type.Object({ name: GroupName, ...DeviceQuery }, { additionalProperties: false }),
+        response: { 200: successData(ChatDetailSchema), ...errorResponses(...GROUP_ERRORS) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.renameGroup(auth(request).accountId, request.params.chatId, request.query.deviceId ?? request.body.deviceId, request.body.name),
+    }),
+  );
+
+  app.post(
+    '/chats/:chatId/participants',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'], operationId: 'changeGroupParticipants',
+        description: `Adds, removes, promotes or demotes members of a WhatsApp group (the device must be an admin). The network answers each number on its own: \`results\` says which were changed and why others were not (someone whose privacy settings refuse being added gets the invite link instead). ${NETWORK_NOTE}`,
+        summary: "Add, remove, promote or demote a group chat's participants",
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        body: Type.Object({ action: ParticipantActionSchema, phoneNumbers: GroupNumbers('The members to change'), ...DeviceQuery }, { additionalProperties: false }),
+        response: { 200: successData(ParticipantsChangeSchema), ...errorResponses(...GROUP_ERRORS) },
+      },
+    },
+    async (request) => ({
+      success: true as const,
+      data: await conversations.changeParticipants(auth(request).accountId, request.params.chatId, request.query.deviceId ?? request.body.deviceId, request.body),
+    }),
+  );
+
+  app.get(
+    '/chats/:chatId/invite',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'], operationId: 'getGroupInvite', description: `The invite link of a WhatsApp group (the device must be an admin). ${NETWORK_NOTE}`,
+        summary: "A group chat's invite link",
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        response: { 200: successData(GroupInviteSchema), ...errorResponses(...GROUP_ERRORS) },
+      },
+    },
+    async (request) => ({ success: true as const, data: await conversations.inviteLink(auth(request).accountId, request.params.chatId, request.query.deviceId) }),
+  );
+
+  app.post(
+    '/chats/:chatId/leave',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'], operationId: 'leaveGroupChat', description: `The device's number leaves a WhatsApp group. The chat and its history stay, without the device among the participants; sending into it fails. ${NETWORK_NOTE}`,
+        summary: 'Leave a group chat',
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        response: { 200: successData(ChatDetailSchema), ...errorResponses(...GROUP_ERRORS) },
+      },
+    },
+    async (request) => ({ success: true as const, data: await conversations.leaveGroup(auth(request).accountId, request.params.chatId, request.query.deviceId) }),
   );
 }
 

@@ -11,6 +11,7 @@ import { GuardedHttp } from '../../outbound/ssrf.js';
 import {
   isMediaType,
   MediaDownloadError,
+  NetworkRefusal,
   type DeviceInfo,
   type GroupInfo,
   type IncomingFile,
@@ -21,6 +22,8 @@ import {
   type NetworkSession,
   type NumberCheck,
   type OutgoingMessage,
+  type ParticipantAction,
+  type ParticipantOutcome,
   type PresenceState,
   type ReadMessage,
   type SendResult,
@@ -28,11 +31,11 @@ import {
 } from '../network.js';
 import { ENDING, magicEnding, type DueReceipt, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
 
-/** A sandbox group as the network lists it: the first member (the device's number) created it and is its admin. */
+/** A sandbox group as the network lists it: the first member (the device's number) created it and is an admin, as are those promoted. */
 const groupInfo = (group: SandboxGroup): GroupInfo => ({
   id: group.id,
   name: group.name,
-  participants: group.members.map((phoneNumber, index) => ({ phoneNumber, admin: index === 0 })),
+  participants: group.members.map((phoneNumber, index) => ({ phoneNumber, admin: index === 0 || group.admins.includes(phoneNumber) })),
   createdAt: group.createdAt,
 });
 
@@ -150,21 +153,71 @@ class SandboxSession implements NetworkSession {
   }
 
   /** Sandbox: numbers ending 0000 are not on the network. */
-  checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]> {
-    if (this.closed || !this.linked) return Promise.reject(new Error('The device is not connected'));
-    return Promise.resolve(phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== ENDING.notOnNetwork })));
+  async checkNumbers(phoneNumbers: string[]): Promise<NumberCheck[]> {
+    this.requireLinked();
+    return phoneNumbers.map((phoneNumber) => ({ phoneNumber, onNetwork: magicEnding(phoneNumber) !== ENDING.notOnNetwork }));
   }
 
   /** A chat read: a read receipt for each message (GET /sandbox/reads lists them). */
   async markChatRead(chat: string, messages: ReadMessage[]): Promise<void> {
-    if (this.closed || !this.linked) throw new Error('The device is not connected');
+    this.requireLinked();
     await this.network.world.markRead(this.device.id, messages.map((message) => message.networkMessageId), chat);
   }
 
   /** Typing, recording or paused in a chat: the network keeps the last (GET /sandbox/presence). */
   async sendPresence(chat: string, state: PresenceState): Promise<void> {
-    if (this.closed || !this.linked) throw new Error('The device is not connected');
+    this.requireLinked();
     await this.network.world.showPresence(this.device.id, chat, state);
+  }
+
+  /** A group with these members; numbers not on the network are left out, as WhatsApp does. */
+  async createGroup(name: string, participants: string[]): Promise<GroupInfo> {
+    const ownNumber = await this.ownNumber();
+    const members = participants.filter((phone) => magicEnding(phone) !== ENDING.notOnNetwork);
+    const group = await this.network.world.createGroup({ accountId: this.device.accountId, deviceId: this.device.id, ownNumber, name, members });
+    return groupInfo(group);
+  }
+
+  async groupInfo(group: string): Promise<GroupInfo> {
+    this.requireLinked();
+    const [found] = await this.network.world.groups(this.device.id, [group]);
+    if (!found) throw new NetworkRefusal('The device is not in this group');
+    return groupInfo(found);
+  }
+
+  async renameGroup(group: string, name: string): Promise<void> {
+    this.requireLinked();
+    if (!(await this.network.world.renameGroup(this.device.id, group, name))) throw new NetworkRefusal('The device is not in this group');
+  }
+
+  async changeParticipants(group: string, action: ParticipantAction, phoneNumbers: string[]): Promise<ParticipantOutcome[]> {
+    this.requireLinked();
+    const outcomes = await this.network.world.changeMembers(this.device.id, group, action, phoneNumbers);
+    if (!outcomes) throw new NetworkRefusal('The device is not in this group');
+    return outcomes;
+  }
+
+  async groupInviteCode(group: string): Promise<string> {
+    this.requireLinked();
+    const code = await this.network.world.inviteCode(this.device.id, group);
+    if (code === null) throw new NetworkRefusal('The device is not in this group');
+    return code;
+  }
+
+  async leaveGroup(group: string): Promise<void> {
+    this.requireLinked();
+    if (!(await this.network.world.leaveGroup(this.device.id, group))) throw new NetworkRefusal('The device is not in this group');
+  }
+
+  private requireLinked(): void {
+    if (this.closed || !this.linked) throw new Error('The device is not connected');
+  }
+
+  private async ownNumber(): Promise<string> {
+    this.requireLinked();
+    const [phone] = await this.network.world.phones([this.device.id]);
+    if (!phone) throw new Error('The device is not connected');
+    return phone.phone_number;
   }
 
   async reconnect(): Promise<void> {

@@ -7,10 +7,20 @@
  * 0001 never delivered; 0002 delivered, never read; 0003 a transient failure on the first
  * attempt, then normal.
  */
-import { randomBytes, randomInt } from 'node:crypto';
-import type { Database } from '../../platform/database.js';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import type { Database, Queryable } from '../../platform/database.js';
 import type { Bus } from '../../platform/bus.js';
-import { MESSAGE_WINDOWS, type ContactPresenceState, type KindFields, type MessageType, type OutgoingMessage, type PresenceState, type SendResult } from '../network.js';
+import {
+  MESSAGE_WINDOWS,
+  type ContactPresenceState,
+  type KindFields,
+  type MessageType,
+  type OutgoingMessage,
+  type ParticipantAction,
+  type ParticipantOutcome,
+  type PresenceState,
+  type SendResult,
+} from '../network.js';
 import { workBudget } from '../../platform/work-budget.js';
 
 export type PhoneState = 'linked' | 'dropped' | 'unlinked';
@@ -49,9 +59,28 @@ export interface SandboxGroup {
   id: string;
   deviceId: string;
   name: string;
-  /** Every member's number, the device's own first. */
+  /** Every member's number, the device's own first (the group's creator, always an admin). */
   members: string[];
+  /** Members made admins besides the first. */
+  admins: string[];
   createdAt: Date;
+}
+
+/** The invite code of a sandbox group: stable per group, shaped as WhatsApp's 22 characters. */
+const inviteCodeOf = (group: string): string => `SBX${createHash('sha256').update(group).digest('base64url').slice(0, 19)}`;
+
+/** What the sandbox network answers a participants change for one number, or null when it takes it. */
+function refusal(group: SandboxGroup, action: ParticipantAction, phone: string): string | null {
+  const member = group.members.includes(phone);
+  if (action === 'add') {
+    if (member) return 'is already a participant';
+    return magicEnding(phone) === ENDING.notOnNetwork ? 'is not on the network' : null;
+  }
+  if (!member) return 'is not a participant';
+  if (phone === group.members[0]) return action === 'remove' ? "is the device's own number: leave the group instead" : "is the group's creator, always an admin";
+  if (action === 'promote' && group.admins.includes(phone)) return 'is already an admin';
+  if (action === 'demote' && !group.admins.includes(phone)) return 'is not an admin';
+  return null;
 }
 
 /** The payload the network got with a message (null when it carried nothing beyond type and content). */
@@ -587,16 +616,68 @@ export class SandboxWorld {
       JSON.stringify({ groupAdded: id }),
     ]);
     await this.wake(input.deviceId);
-    return { id, deviceId: input.deviceId, name: input.name, members, createdAt: row!.created_at };
+    return { id, deviceId: input.deviceId, name: input.name, members, admins: [], createdAt: row!.created_at };
   }
 
   /** The device's groups (all of them, or these ids). */
   async groups(deviceId: string, ids?: string[]): Promise<SandboxGroup[]> {
-    const rows = await this.database.query<{ id: string; device_id: string; name: string; members: string[]; created_at: Date }>(
-      'SELECT id, device_id, name, members, created_at FROM sandbox_groups WHERE device_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY created_at, id',
-      [deviceId, ids ?? null],
+    return this.readGroups(this.database, deviceId, ids ?? null, false);
+  }
+
+  private async readGroups(db: Queryable, deviceId: string, ids: string[] | null, lock: boolean): Promise<SandboxGroup[]> {
+    const rows = await db.query<{ id: string; device_id: string; name: string; members: string[]; admins: string[]; created_at: Date }>(
+      `SELECT id, device_id, name, members, admins, created_at FROM sandbox_groups
+        WHERE device_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY created_at, id${lock ? ' FOR UPDATE' : ''}`,
+      [deviceId, ids],
     );
-    return rows.map((r) => ({ id: r.id, deviceId: r.device_id, name: r.name, members: r.members, createdAt: r.created_at }));
+    return rows.map((r) => ({ id: r.id, deviceId: r.device_id, name: r.name, members: r.members, admins: r.admins, createdAt: r.created_at }));
+  }
+
+  /** A group the device is in, locked for a change; null when it is not in it. */
+  private async lockedGroup(db: Queryable, deviceId: string, group: string): Promise<SandboxGroup | null> {
+    const [found] = await this.readGroups(db, deviceId, [group], true);
+    return found ?? null;
+  }
+
+  /** Renames a group of the device; false when the device is not in it. */
+  async renameGroup(deviceId: string, group: string, name: string): Promise<boolean> {
+    const rows = await this.database.query('UPDATE sandbox_groups SET name = $3 WHERE device_id = $1 AND id = $2 RETURNING 1', [deviceId, group, name]);
+    return rows.length > 0;
+  }
+
+  /**
+   * Adds, removes, promotes or demotes members of a group of the device, each number on its own
+   * (as WhatsApp answers them); null when the device is not in the group.
+   */
+  async changeMembers(deviceId: string, group: string, action: ParticipantAction, phones: string[]): Promise<ParticipantOutcome[] | null> {
+    return this.database.transaction(async (tx) => {
+      const found = await this.lockedGroup(tx, deviceId, group);
+      if (!found) return null;
+      const outcomes = phones.map((phoneNumber): ParticipantOutcome => {
+        const reason = refusal(found, action, phoneNumber);
+        if (reason === null) {
+          if (action === 'add') found.members.push(phoneNumber);
+          else if (action === 'remove') found.members = found.members.filter((m) => m !== phoneNumber);
+          if (action === 'promote') found.admins.push(phoneNumber);
+          else if (action !== 'add') found.admins = found.admins.filter((m) => m !== phoneNumber);
+        }
+        return { phoneNumber, ok: reason === null, reason };
+      });
+      await tx.query('UPDATE sandbox_groups SET members = $3, admins = $4 WHERE device_id = $1 AND id = $2', [deviceId, group, found.members, found.admins]);
+      return outcomes;
+    });
+  }
+
+  /** The invite code of a group of the device; null when it is not in it. */
+  async inviteCode(deviceId: string, group: string): Promise<string | null> {
+    const [found] = await this.groups(deviceId, [group]);
+    return found ? inviteCodeOf(found.id) : null;
+  }
+
+  /** The device's number leaves a group (the sandbox forgets the group); false when it was not in it. */
+  async leaveGroup(deviceId: string, group: string): Promise<boolean> {
+    const rows = await this.database.query('DELETE FROM sandbox_groups WHERE device_id = $1 AND id = $2 RETURNING 1', [deviceId, group]);
+    return rows.length > 0;
   }
 
   async addIncoming(input: { deviceId: string; from: string; type: MessageType; content: string; mediaUrl?: string | undefined; payload?: SandboxPayload | undefined }): Promise<string> {

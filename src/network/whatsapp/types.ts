@@ -290,6 +290,12 @@ export interface WASocketLike {
   onWhatsApp?(...jids: string[]): Promise<{ exists: boolean; jid: string }[] | undefined>;
   groupFetchAllParticipating(): Promise<Record<string, WAGroupMetadata>>;
   groupMetadata(jid: string): Promise<WAGroupMetadata>;
+  groupCreate(subject: string, participants: string[]): Promise<WAGroupMetadata>;
+  groupUpdateSubject(jid: string, subject: string): Promise<void>;
+  /** Each participant's answer: status '200', or WhatsApp's error code ('403', '408', '409', …). */
+  groupParticipantsUpdate(jid: string, participants: string[], action: 'add' | 'remove' | 'promote' | 'demote'): Promise<{ status: string; jid?: string | undefined }[]>;
+  groupInviteCode(jid: string): Promise<string | undefined>;
+  groupLeave(id: string): Promise<void>;
   readMessages(keys: WAMessageKey[]): Promise<void>;
   sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;
   presenceSubscribe(toJid: string): Promise<void>;

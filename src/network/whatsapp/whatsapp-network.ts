@@ -31,6 +31,7 @@ import type { Readable } from 'node:stream';
 import { MediaDownloadError } from '../network.js';
 import type {
   DeviceInfo,
+  GroupInfo,
   MessageRef,
   IncomingFile,
   Network,
@@ -38,6 +39,8 @@ import type {
   NetworkSession,
   NumberCheck,
   OutgoingMessage,
+  ParticipantAction,
+  ParticipantOutcome,
   PresenceState,
   ReadMessage,
   Receipt,
@@ -91,7 +94,19 @@ import type { WaVersionSource } from './version.js';
 import { formatVersion } from './version.js';
 import { WarmupPolicy } from './warmup.js';
 import { WhatsAppStore } from './whatsapp-store.js';
-import { CONTACT_PRESENCE, GroupCache, isGroupJid, participantIds, PRESENCE, readKeys, subscribePresence, toGroupInfo } from './groups.js';
+import {
+  CONTACT_PRESENCE,
+  GroupCache,
+  groupQueryError,
+  isGroupJid,
+  participantIds,
+  participantJids,
+  participantOutcomes,
+  PRESENCE,
+  readKeys,
+  subscribePresence,
+  toGroupInfo,
+} from './groups.js';
 
 /**
  * A connection that closes soon after it opened (a "flap") resets the runner's backoff, because
@@ -1076,6 +1091,46 @@ export class WhatsAppSession implements NetworkSession {
     const socket = this.connectedSocket();
     await subscribePresence(socket, chat);
     await socket.sendPresenceUpdate(PRESENCE[state], chatJid(chat));
+  }
+
+  // ---- group administration: WhatsApp's refusals become NetworkRefusal (groups.ts) -------------
+
+  async createGroup(name: string, participants: string[]): Promise<GroupInfo> {
+    const socket = this.connectedSocket();
+    const metadata = await socket.groupCreate(name, participantJids(participants)).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    await this.onGroups([metadata]);
+    return toGroupInfo(metadata, (lid) => this.lids.get(lid));
+  }
+
+  /** Asked of WhatsApp, not the cache: an admin's change is read back at once. */
+  async groupInfo(group: string): Promise<GroupInfo> {
+    const socket = this.connectedSocket();
+    this.groups.forget(group);
+    const metadata = await socket.groupMetadata(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    await this.onGroups([metadata]);
+    return toGroupInfo(metadata, (lid) => this.lids.get(lid));
+  }
+
+  async renameGroup(group: string, name: string): Promise<void> {
+    await this.connectedSocket().groupUpdateSubject(group, name).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+  }
+
+  async changeParticipants(group: string, action: ParticipantAction, phoneNumbers: string[]): Promise<ParticipantOutcome[]> {
+    const answers = await this.connectedSocket()
+      .groupParticipantsUpdate(group, participantJids(phoneNumbers), action)
+      .catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    return participantOutcomes(phoneNumbers, answers, (lid) => this.lids.get(lid));
+  }
+
+  async groupInviteCode(group: string): Promise<string> {
+    const code = await this.connectedSocket().groupInviteCode(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    if (!code) throw new Error('WhatsApp answered without an invite code');
+    return code;
+  }
+
+  async leaveGroup(group: string): Promise<void> {
+    await this.connectedSocket().groupLeave(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    this.groups.forget(group);
   }
 
   private async lookupLid(lid: string): Promise<string | undefined> {
