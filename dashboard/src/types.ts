@@ -65,7 +65,7 @@ export type {
 } from '../../src/messaging/message-record';
 
 /** Chats as the API writes them (src/conversations/chat-record.ts, type-only). */
-export type { ChatJson as Chat, ChatDetailJson as ChatDetail } from '../../src/conversations/chat-record';
+export type { ChatJson as Chat, ChatDetailJson as ChatDetail, GroupInvite, ParticipantsChangeJson as ParticipantsChange } from '../../src/conversations/chat-record';
 /** What a contact shows in a chat (the `presence` news of the live stream). */
 export type { ContactPresenceState } from '../../src/conversations/chat-record';
 

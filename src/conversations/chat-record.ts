@@ -89,6 +89,8 @@ export const GroupInviteSchema = Type.Object({
 
 export type ChatType = Static<typeof ChatTypeSchema>;
 export type GroupInvite = Static<typeof GroupInviteSchema>;
+export type ParticipantsChange = Static<typeof ParticipantsChangeSchema>;
+export type ParticipantsChangeJson = Jsonified<ParticipantsChange>;
 export type Chat = Static<typeof ChatSchema>;
 export type ChatDetail = Static<typeof ChatDetailSchema>;
 export type Participant = Static<typeof ParticipantSchema>;

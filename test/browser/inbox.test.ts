@@ -3,7 +3,8 @@
  * people and of a WhatsApp group with unread counts, a new incoming message shown within 2 s
  * without a reload, every kind of message in the conversation (image inline, audio playable,
  * location as a map link, contact card, poll with votes, a reaction, a quoted reply), opening a
- * chat marks it read, a reply from the box lands in the chat. At desktop and at phone width.
+ * chat marks it read, a reply from the box lands in the chat. At desktop and at phone width. A
+ * WhatsApp group created from the list and managed in its panel.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -165,4 +166,59 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await page.locator(`button[data-chat="${BOB}"]`).waitFor();
     await expect.poll(() => unreadOf(BOB), { timeout: 15_000 }).toBe('');
   }, 90_000);
+
+  it("creates a WhatsApp group from the list and manages it in the group's panel: members, admins, name, invite link, leaving", async () => {
+    screenshotOnFailure(page, 'inbox-groups');
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${server.url}/dashboard/inbox`);
+    await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor();
+    const [ana, ben, cat] = ['6281311116661', '6281311116662', '6281311116663'];
+
+    await page.getByRole('button', { name: 'New group' }).click();
+    const form = page.getByRole('form', { name: 'New group' });
+    await form.getByLabel('Group name').fill('Market');
+    await form.getByLabel('Members').fill(`+62 813 1111 6661\n12345`);
+    await form.getByText('line 2: 12345 is too short').waitFor();
+    expect(await form.getByRole('button', { name: 'Create group' }).isDisabled()).toBe(true);
+    await form.getByLabel('Members').fill(`+62 813 1111 6661\n${ben}`);
+    await form.getByRole('button', { name: 'Create group' }).click();
+    await page.getByRole('heading', { level: 2, name: 'Market' }).waitFor();
+
+    await page.getByRole('button', { name: 'Group info' }).click();
+    const panel = page.getByRole('region', { name: 'Group' });
+    const participants = panel.getByRole('list', { name: 'Participants' });
+    await participants.locator(`li[data-participant="${ME}"]`).getByText('admin').waitFor();
+    expect(await participants.locator('li').count()).toBe(3);
+
+    // Added: one taken, one WhatsApp refused, said beside the number.
+    await panel.getByLabel('Add members').fill(`${cat}\n6281311110000`);
+    await panel.getByRole('button', { name: 'Add', exact: true }).click();
+    await panel.getByText('+6281311110000 is not on the network').waitFor();
+    await participants.locator(`li[data-participant="${cat}"]`).waitFor();
+    await panel.getByRole('button', { name: `Make admin +${cat}` }).click();
+    await participants.locator(`li[data-participant="${cat}"]`).getByText('admin').waitFor();
+    await panel.getByRole('button', { name: `Remove +${ben}` }).click();
+    await expect.poll(() => participants.locator(`li[data-participant="${ben}"]`).count(), { timeout: 15_000 }).toBe(0);
+
+    await panel.getByLabel('Group name').fill('Market day');
+    await panel.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { level: 2, name: 'Market day' }).waitFor();
+    await panel.getByRole('button', { name: 'Invite link' }).click();
+    expect(await panel.getByTestId('invite-link').textContent()).toMatch(/^https:\/\/chat\.whatsapp\.com\/[\w-]{22}$/);
+
+    const chats = await publicApi<{ data: { id: string; name: string; participants: null }[] }>('GET', '/chats?type=group&search=Market');
+    const groupChat = chats.data[0]!;
+    const stored = await publicApi<{ data: { participants: { phoneNumber: string; admin: boolean }[] } }>('GET', `/chats/${groupChat.id}`);
+    expect(stored.data.participants).toEqual([
+      { phoneNumber: ME, lid: null, admin: true },
+      { phoneNumber: ana, lid: null, admin: false },
+      { phoneNumber: cat, lid: null, admin: true },
+    ]);
+
+    await panel.getByRole('button', { name: 'Leave group' }).click();
+    await page.getByRole('dialog', { name: 'Leave this group?' }).getByRole('button', { name: 'Leave' }).click();
+    await panel.getByText('Your device is no longer in this group').waitFor();
+    const left = await publicApi<{ data: { participants: { phoneNumber: string }[] } }>('GET', `/chats/${groupChat.id}`);
+    expect(left.data.participants.map((p) => p.phoneNumber)).toEqual([ana, cat]);
+  }, 120_000);
 });

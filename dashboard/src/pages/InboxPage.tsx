@@ -3,7 +3,8 @@
  * live stream (live.tsx refetches the ['chats'] queries when a chat changes), and a conversation
  * showing every kind of message with a reply box. Opening a chat marks it read. While a contact
  * is typing or recording (live.tsx, `presence` news), the conversation's header and the chat's row
- * say so.
+ * say so. A new WhatsApp group is created from the list, and a group chat's panel manages its
+ * members (GroupChats.tsx).
  */
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
@@ -14,6 +15,7 @@ import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
 import { UploadField, useUpload } from '../upload';
+import { GroupPanel, NewGroupForm } from './GroupChats';
 
 interface ChatList {
   success: true;
@@ -76,6 +78,7 @@ export function InboxPage() {
   };
   const deviceName = (id: string): string => devices.data?.data.find((d) => d.id === id)?.name ?? id;
   const manyDevices = (devices.data?.data.length ?? 0) > 1;
+  const [creating, setCreating] = useState(false);
 
   return (
     <section className="inbox-page">
@@ -104,6 +107,22 @@ export function InboxPage() {
               </select>
             </div>
           ) : null}
+          {creating ? (
+            <NewGroupForm
+              devices={devices.data?.data ?? []}
+              onCancel={() => setCreating(false)}
+              onCreated={(chat) => {
+                setCreating(false);
+                open(chat);
+              }}
+            />
+          ) : (
+            <div className="row end">
+              <button type="button" className="button secondary small" onClick={() => setCreating(true)}>
+                New group
+              </button>
+            </div>
+          )}
           <QueryStatus query={chats} what="chats" />
           {chats.data && all.length === 0 ? <Empty>No conversations yet. Messages you send and receive show up here.</Empty> : null}
           <ul className="plain chat-list">
@@ -143,7 +162,13 @@ export function InboxPage() {
         </div>
         <div className="inbox-conversation">
           {selected && selectedDevice ? (
-            <Conversation key={`${selectedDevice}/${selected}`} chatId={selected} deviceId={selectedDevice} onBack={close} />
+            <Conversation
+              key={`${selectedDevice}/${selected}`}
+              chatId={selected}
+              deviceId={selectedDevice}
+              ownNumber={devices.data?.data.find((d) => d.id === selectedDevice)?.phoneNumber ?? null}
+              onBack={close}
+            />
           ) : (
             <Empty>Choose a chat to read it and reply.</Empty>
           )}
@@ -153,7 +178,7 @@ export function InboxPage() {
   );
 }
 
-function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: string; onBack: () => void }) {
+function Conversation({ chatId, deviceId, ownNumber, onBack }: { chatId: string; deviceId: string; ownNumber: string | null; onBack: () => void }) {
   const client = useQueryClient();
   const path = `/chats/${encodeURIComponent(chatId)}`;
   const chat = useQuery({ queryKey: ['chats', 'one', deviceId, chatId], queryFn: () => api<One<ChatDetail>>(path, { query: { deviceId } }) });
@@ -187,6 +212,7 @@ function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: 
   const detail = chat.data?.data;
   const group = detail?.type === 'group';
   const presence = useContactPresence(deviceId, chatId);
+  const [showGroup, setShowGroup] = useState(false);
   return (
     <div className="conversation">
       <div className="conversation-head">
@@ -209,10 +235,18 @@ function Conversation({ chatId, deviceId, onBack }: { chatId: string; deviceId: 
             )}
           </div>
         </div>
-        <button type="button" className="button secondary small" disabled={read.isPending || unread === 0} onClick={() => read.mutate()}>
-          Mark read
-        </button>
+        <span className="row">
+          {group ? (
+            <button type="button" className="button secondary small" aria-expanded={showGroup} onClick={() => setShowGroup(!showGroup)}>
+              Group info
+            </button>
+          ) : null}
+          <button type="button" className="button secondary small" disabled={read.isPending || unread === 0} onClick={() => read.mutate()}>
+            Mark read
+          </button>
+        </span>
       </div>
+      {group && showGroup && detail ? <GroupPanel chat={detail} ownNumber={ownNumber} /> : null}
       <ErrorBox error={chat.error ?? history.error ?? read.error} />
       <div className="messages-pane" aria-label="Messages" role="log">
         {history.hasNextPage ? (
