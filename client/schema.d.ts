@@ -7879,7 +7879,7 @@ export interface operations {
                                     admin: boolean;
                                 }[] | null;
                             };
-                            /** @description One per number asked, in order */
+                            /** @description One per number asked (a repeated one once), in order */
                             results: {
                                 phoneNumber: string;
                                 ok: boolean;

@@ -77,7 +77,7 @@ export const ParticipantOutcomeSchema = Type.Object({
 
 export const ParticipantsChangeSchema = Type.Object({
   chat: ChatDetailSchema,
-  results: Type.Array(ParticipantOutcomeSchema, { description: 'One per number asked, in order' }),
+  results: Type.Array(ParticipantOutcomeSchema, { description: 'One per number asked (a repeated one once), in order' }),
 });
 
 export const GroupInviteSchema = Type.Object({

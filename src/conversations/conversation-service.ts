@@ -2,8 +2,8 @@
  * Conversations as the API shows them (DESIGN.md section 10): chats of the account's devices,
  * one chat with its group members, a chat's history by keyset, marking read, presence, number
  * look-ups, and the WhatsApp groups a device administers (create, rename, participants, invite
- * link, leave). What needs the device's network session (read receipts, presence, look-ups)
- * goes to the worker that holds it through device_requests (device-requests.ts).
+ * link, leave). What needs the device's network session (read receipts, presence, look-ups,
+ * group changes) goes to the worker that holds it through device_requests (device-requests.ts).
  */
 import type { Database } from '../platform/database.js';
 import type { Bus } from '../platform/bus.js';
