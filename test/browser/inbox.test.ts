@@ -218,6 +218,8 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await panel.getByRole('button', { name: 'Leave group' }).click();
     await page.getByRole('dialog', { name: 'Leave this group?' }).getByRole('button', { name: 'Leave' }).click();
     await panel.getByText('Your device is no longer in this group').waitFor();
+    await page.getByText('Your device left this group: nothing more can be sent into it.').waitFor();
+    expect(await page.getByRole('form', { name: 'Reply' }).count()).toBe(0);
     const left = await publicApi<{ data: { participants: { phoneNumber: string }[] } }>('GET', `/chats/${groupChat.id}`);
     expect(left.data.participants.map((p) => p.phoneNumber)).toEqual([ana, cat]);
   }, 120_000);

@@ -86,14 +86,23 @@ export function NewGroupForm({ devices, onCreated, onCancel }: { devices: Device
   );
 }
 
+/**
+ * The device in a group chat: its participant entry, and whether it is still in the group. WhatsApp
+ * may list the device's own number by its LID only: then it counts as in, and WhatsApp decides
+ * what it may do.
+ */
+export function deviceInGroup(chat: ChatDetail, ownNumber: string | null): { me: NonNullable<ChatDetail['participants']>[number] | undefined; listed: boolean } {
+  const participants = chat.participants ?? [];
+  const me = ownNumber ? participants.find((p) => p.phoneNumber === ownNumber) : undefined;
+  return { me, listed: me !== undefined || participants.some((p) => p.lid !== null || p.phoneNumber.endsWith('@lid')) };
+}
+
 export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: string | null }) {
   const client = useQueryClient();
   const path = `/chats/${encodeURIComponent(chat.id)}`;
   const query = { deviceId: chat.deviceId };
   const participants = chat.participants ?? [];
-  const me = ownNumber ? participants.find((p) => p.phoneNumber === ownNumber) : undefined;
-  // WhatsApp may list the device's own number by its LID: then WhatsApp decides what it may do.
-  const listed = me !== undefined || participants.some((p) => p.lid !== null || p.phoneNumber.endsWith('@lid'));
+  const { me, listed } = deviceInGroup(chat, ownNumber);
   const admin = me ? me.admin : listed;
   const refresh = () => client.invalidateQueries({ queryKey: ['chats'] });
 

@@ -15,7 +15,7 @@ import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
 import { UploadField, useUpload } from '../upload';
-import { GroupPanel, NewGroupForm } from './GroupChats';
+import { deviceInGroup, GroupPanel, NewGroupForm } from './GroupChats';
 
 interface ChatList {
   success: true;
@@ -260,7 +260,11 @@ function Conversation({ chatId, deviceId, ownNumber, onBack }: { chatId: string;
         ))}
         <div ref={end} />
       </div>
-      <ReplyBox chatId={chatId} deviceId={deviceId} group={group} />
+      {group && detail && !deviceInGroup(detail, ownNumber).listed ? (
+        <p className="muted small">Your device left this group: nothing more can be sent into it.</p>
+      ) : (
+        <ReplyBox chatId={chatId} deviceId={deviceId} group={group} />
+      )}
     </div>
   );
 }
