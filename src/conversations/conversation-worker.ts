@@ -2,9 +2,9 @@
  * The worker side of conversations, for the devices whose sessions this worker holds: the
  * network's group lists and LID ↔ number pairs go into chats, and the API's requests
  * (device-requests.ts: look-ups, reads, presence, a group admin's changes) are served with the
- * device's session, one at a time per device. Number
- * look-ups are paced per device (NUMBER_CHECK_INTERVAL_MS between two look-ups on the network):
- * bursts of look-ups are a ban signal on WhatsApp.
+ * device's session, one at a time per device. Number look-ups are paced per device
+ * (NUMBER_CHECK_INTERVAL_MS between two look-ups on the network): bursts of look-ups are a ban
+ * signal on WhatsApp.
  */
 import type { Logger } from 'pino';
 import type { Database } from '../platform/database.js';

@@ -655,13 +655,24 @@ export class SandboxWorld {
       if (!found) return null;
       const outcomes = phones.map((phoneNumber): ParticipantOutcome => {
         const reason = refusal(found, action, phoneNumber);
-        if (reason === null) {
-          if (action === 'add') found.members.push(phoneNumber);
-          else if (action === 'remove') found.members = found.members.filter((m) => m !== phoneNumber);
-          if (action === 'promote') found.admins.push(phoneNumber);
-          else if (action !== 'add') found.admins = found.admins.filter((m) => m !== phoneNumber);
+        if (reason !== null) return { phoneNumber, ok: false, reason };
+        const without = (list: string[]): string[] => list.filter((member) => member !== phoneNumber);
+        switch (action) {
+          case 'add':
+            found.members.push(phoneNumber);
+            break;
+          case 'remove':
+            found.members = without(found.members);
+            found.admins = without(found.admins);
+            break;
+          case 'promote':
+            found.admins.push(phoneNumber);
+            break;
+          case 'demote':
+            found.admins = without(found.admins);
+            break;
         }
-        return { phoneNumber, ok: reason === null, reason };
+        return { phoneNumber, ok: true, reason: null };
       });
       await tx.query('UPDATE sandbox_groups SET members = $3, admins = $4 WHERE device_id = $1 AND id = $2', [deviceId, group, found.members, found.admins]);
       return outcomes;
