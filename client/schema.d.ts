@@ -1130,6 +1130,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/chats/{chatId}/invite/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a group chat's invite link for a new one
+         * @description Revokes a WhatsApp group's invite link and answers the new one (the device must be an admin); links with the old code stop working. Asked of the network through the worker holding the device, which must be connected; 409 CONFLICT when the network refuses (the device is not an admin, or not in the group), 503 when the device does not answer within 30 s.
+         *
+         *     Needs the token scope `messages:send`.
+         */
+        post: operations["revokeGroupInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/chats/{chatId}/leave": {
         parameters: {
             query?: never;
@@ -7901,6 +7923,65 @@ export interface operations {
         };
     };
     getGroupInvite: {
+        parameters: {
+            query?: {
+                /** @description The device the chat belongs to; required when the account has more than one */
+                deviceId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A number, <digits>@lid, or a group id <digits>@g.us */
+                chatId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "chatId": "string",
+                     *         "deviceId": "string",
+                     *         "code": "string",
+                     *         "link": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            chatId: string;
+                            deviceId: string;
+                            code: string;
+                            /** @description https://chat.whatsapp.com/<code> */
+                            link: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeGroupInvite: {
         parameters: {
             query?: {
                 /** @description The device the chat belongs to; required when the account has more than one */

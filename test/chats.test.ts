@@ -334,7 +334,7 @@ interface ParticipantsChange {
 }
 
 describe('WhatsApp groups the device administers', () => {
-  it('creates a group, renames it, adds, promotes, demotes and removes members with an answer per number, gives its invite link, and leaves it', async () => {
+  it('creates a group, renames it, adds, promotes, demotes and removes members with an answer per number, gives and revokes its invite link, and leaves it', async () => {
     const tenant = await createTenant(ctx);
     expectError(await call(ctx, tenant, 'POST', '/chats', { name: 'Team', participants: [phone()] }), 409, 'NO_CONNECTED_DEVICE');
     const device = await linkDevice(ctx, tenant);
@@ -384,6 +384,12 @@ describe('WhatsApp groups the device administers', () => {
     const invite = expectOk<DataBody<{ chatId: string; deviceId: string; code: string; link: string }>>(await call(ctx, tenant, 'GET', `/chats/${created.id}/invite`)).data;
     expect(invite).toMatchObject({ chatId: created.id, deviceId: device.id, link: `https://chat.whatsapp.com/${invite.code}` });
     expect(invite.code).toMatch(/^[\w-]{22}$/);
+    expect(expectOk<DataBody<{ code: string }>>(await call(ctx, tenant, 'GET', `/chats/${created.id}/invite`)).data.code).toBe(invite.code);
+    const revoked = expectOk<DataBody<{ code: string; link: string }>>(await call(ctx, tenant, 'POST', `/chats/${created.id}/invite/revoke`)).data;
+    expect(revoked.code).toMatch(/^[\w-]{22}$/);
+    expect(revoked.code).not.toBe(invite.code);
+    expect(revoked.link).toBe(`https://chat.whatsapp.com/${revoked.code}`);
+    expect(expectOk<DataBody<{ code: string }>>(await call(ctx, tenant, 'GET', `/chats/${created.id}/invite`)).data.code).toBe(revoked.code);
 
     // Left: the chat and its history stay, the device is no longer a participant, and the group takes no more messages.
     const left = expectOk<DataBody<ChatDetailJson>>(await call(ctx, tenant, 'POST', `/chats/${created.id}/leave`)).data;

@@ -5,7 +5,8 @@
  * group messages with the member as sender, LID-only senders whose chat becomes the number's once
  * WhatsApp tells it (lid-mapping.update), read receipts (readMessages), presence, onWhatsApp
  * look-ups with their cache, sending into a group chat, and a group admin's changes
- * (groupCreate, groupUpdateSubject, groupParticipantsUpdate, groupInviteCode, groupLeave).
+ * (groupCreate, groupUpdateSubject, groupParticipantsUpdate, groupInviteCode, groupRevokeInvite,
+ * groupLeave).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatDetailJson, ChatJson } from '../src/conversations/chat-record.js';
@@ -211,7 +212,7 @@ describe("a group admin's changes through the API", () => {
   const [ANA, BEN, CAT] = ['6281377700021', '6281377700022', '6281377700023'];
   type Change = { chat: ChatDetailJson; results: { phoneNumber: string; ok: boolean; reason: string | null }[] };
 
-  it('creates a group with groupCreate, changes its participants with an answer per number, renames it, reads its invite code and leaves it', async () => {
+  it('creates a group with groupCreate, changes its participants with an answer per number, renames it, reads and revokes its invite code and leaves it', async () => {
     const created = await api<{ data: ChatDetailJson }>('POST', '/chats', { name: 'Market', participants: [ANA, `+${BEN}`], deviceId });
     expect(created.status).toBe(201);
     const group = created.body.data;
@@ -237,6 +238,10 @@ describe("a group admin's changes through the API", () => {
     const invite = await api<{ data: { code: string; link: string } }>('GET', `/chats/${group.id}/invite?deviceId=${deviceId}`);
     expect(socket.groupCalls.at(-1)!.call).toBe('groupInviteCode');
     expect(invite.body.data.link).toBe(`https://chat.whatsapp.com/${invite.body.data.code}`);
+    const revoked = await api<{ data: { code: string; link: string } }>('POST', `/chats/${group.id}/invite/revoke?deviceId=${deviceId}`);
+    expect(socket.groupCalls.at(-1)).toEqual({ call: 'groupRevokeInvite', jid: group.id, args: [] });
+    expect(revoked.body.data.code).not.toBe(invite.body.data.code);
+    expect(revoked.body.data.link).toBe(`https://chat.whatsapp.com/${revoked.body.data.code}`);
 
     const left = await api<{ data: ChatDetailJson }>('POST', `/chats/${group.id}/leave?deviceId=${deviceId}`);
     expect(left.status).toBe(200);

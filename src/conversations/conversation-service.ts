@@ -230,9 +230,14 @@ export class ConversationService {
     return { chat: await this.get(accountId, chat.id, chat.device_id), results: outcomes ?? [] };
   }
 
-  async inviteLink(accountId: string, rawChatId: string, deviceId: string | undefined): Promise<GroupInvite> {
-    const chat = await this.groupChat(accountId, rawChatId, deviceId, 'read its invite link');
-    const { inviteCode } = await this.askAndWait(chat.device_id, { kind: 'group', payload: { action: 'invite', group: chat.id } }, 'read the invite link');
+  /** The group's invite link; with `revoke`, a new one (links with the old code stop working). */
+  async inviteLink(accountId: string, rawChatId: string, deviceId: string | undefined, revoke = false): Promise<GroupInvite> {
+    const chat = await this.groupChat(accountId, rawChatId, deviceId, revoke ? 'revoke its invite link' : 'read its invite link');
+    const { inviteCode } = await this.askAndWait(
+      chat.device_id,
+      { kind: 'group', payload: { action: 'invite', group: chat.id, revoke } },
+      revoke ? 'revoke the invite link' : 'read the invite link',
+    );
     if (!inviteCode) throw new AppError('SERVICE_UNAVAILABLE', 'The network answered without an invite code');
     return { chatId: chat.id, deviceId: chat.device_id, code: inviteCode, link: `${INVITE_LINK_BASE}${inviteCode}` };
   }

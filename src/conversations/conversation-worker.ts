@@ -148,7 +148,7 @@ export class ConversationWorker {
         return { outcomes };
       }
       case 'invite':
-        return { inviteCode: await session.groupInviteCode(change.group) };
+        return { inviteCode: change.revoke ? await session.revokeGroupInvite(change.group) : await session.groupInviteCode(change.group) };
       case 'leave':
         await session.leaveGroup(change.group);
         await leftGroup(this.database, deviceId, change.group);

@@ -14,7 +14,7 @@ export type GroupChange =
   | { action: 'create'; name: string; participants: string[] }
   | { action: 'rename'; group: string; name: string }
   | { action: 'participants'; group: string; change: ParticipantAction; phoneNumbers: string[] }
-  | { action: 'invite'; group: string }
+  | { action: 'invite'; group: string; revoke: boolean }
   | { action: 'leave'; group: string };
 
 export type DeviceRequest =

@@ -270,6 +270,8 @@ export interface NetworkSession {
   changeParticipants(group: string, action: ParticipantAction, phoneNumbers: string[]): Promise<ParticipantOutcome[]>;
   /** The group's invite code (the device must be an admin); the link is https://chat.whatsapp.com/<code>. */
   groupInviteCode(group: string): Promise<string>;
+  /** A new invite code for the group (the device must be an admin); links with the old one stop working. */
+  revokeGroupInvite(group: string): Promise<string>;
   /** The device's number leaves the group; the chat and its history stay. */
   leaveGroup(group: string): Promise<void>;
   /** Limits on bulk traffic the dispatcher must respect for this device (a warm-up cap), if any. */

@@ -683,6 +683,8 @@ export const sandboxGroups = pgTable(
     members: text('members').array().notNull(),
     /** Members made admins besides the first (the creator, always an admin). */
     admins: text('admins').array().notNull().default(sql`'{}'`),
+    /** How often the invite code was revoked: the code is derived from the group's id and this. */
+    inviteVersion: integer('invite_version').notNull().default(0),
     createdAt: ts('created_at').notNull().defaultNow(),
   },
   (t) => [index('sandbox_groups_device_idx').on(t.deviceId)],

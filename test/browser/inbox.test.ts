@@ -204,6 +204,11 @@ describe.skipIf(!available)('the Inbox in Chromium', () => {
     await panel.getByRole('button', { name: 'Rename' }).click();
     await page.getByRole('heading', { level: 2, name: 'Market day' }).waitFor();
     await panel.getByRole('button', { name: 'Invite link' }).click();
+    const firstLink = await panel.getByTestId('invite-link').textContent();
+    expect(firstLink).toMatch(/^https:\/\/chat\.whatsapp\.com\/[\w-]{22}$/);
+    await panel.getByRole('button', { name: 'New link' }).click();
+    await page.getByRole('dialog', { name: 'Replace the invite link?' }).getByRole('button', { name: 'Replace link' }).click();
+    await expect.poll(() => panel.getByTestId('invite-link').textContent(), { timeout: 15_000 }).not.toBe(firstLink);
     expect(await panel.getByTestId('invite-link').textContent()).toMatch(/^https:\/\/chat\.whatsapp\.com\/[\w-]{22}$/);
 
     const chats = await publicApi<{ data: { id: string; name: string; participants: null }[] }>('GET', '/chats?type=group&search=Market');

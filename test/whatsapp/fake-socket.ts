@@ -245,6 +245,13 @@ export class FakeSocket implements WASocketLike {
     return `Inv${jid.slice(6, 18)}Code123456`;
   }
 
+  /** As WhatsApp: a new code each time. */
+  async groupRevokeInvite(jid: string): Promise<string | undefined> {
+    this.adminOf(jid);
+    this.groupCalls.push({ call: 'groupRevokeInvite', jid, args: [] });
+    return `New${jid.slice(6, 18)}Code${String(this.groupCalls.length).padStart(6, '0')}`;
+  }
+
   async groupLeave(id: string): Promise<void> {
     if (this.ended) throw boom(428, 'Connection Closed');
     if (!this.groups.has(id)) throw Object.assign(boom(undefined, 'item-not-found'), { data: 404 });

@@ -2,9 +2,9 @@
  * WhatsApp groups in the Inbox: a form that creates one, and a group chat's panel with its
  * members. Where the device is an admin the panel renames the group, adds members (one number a
  * line, checked as typed by the Send page's rule), makes or unmakes admins, removes members and
- * shows the invite link; any member may leave. Each change is asked of WhatsApp through the API
- * (POST /chats, PATCH /chats/:chatId, …/participants, …/invite, …/leave); what WhatsApp refused
- * for a number is said beside the number.
+ * shows the invite link (or replaces it); any member may leave. Each change is asked of WhatsApp
+ * through the API (POST /chats, PATCH /chats/:chatId, …/participants, …/invite, …/leave); what
+ * WhatsApp refused for a number is said beside the number.
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
@@ -119,7 +119,11 @@ export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: s
     mutationFn: () => api<One<ChatDetail>>(path, { method: 'PATCH', query, body: { name } }),
     onSuccess: refresh,
   });
-  const invite = useMutation({ mutationFn: () => api<One<GroupInvite>>(`${path}/invite`, { query }) });
+  const [link, setLink] = useState<string | null>(null);
+  const invite = useMutation({
+    mutationFn: () => api<One<GroupInvite>>(`${path}/invite`, { query }),
+    onSuccess: (answer) => setLink(answer.data.link),
+  });
   const [adding, setAdding] = useState('');
   const toAdd = readNumbers(adding);
 
@@ -220,12 +224,20 @@ export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: s
       <ErrorBox error={change.error ?? rename.error ?? invite.error} />
       <div className="row wrap">
         {admin ? (
-          invite.data ? (
+          link ? (
             <>
               <code className="clip" data-testid="invite-link">
-                {invite.data.data.link}
+                {link}
               </code>
-              <CopyButton value={invite.data.data.link} label="Copy link" />
+              <CopyButton value={link} label="Copy link" />
+              <ConfirmButton
+                label="New link"
+                className="button secondary small"
+                title="Replace the invite link?"
+                message="A new invite link is made; the current one stops working for everyone it was shared with."
+                confirmLabel="Replace link"
+                onConfirm={async () => setLink((await api<One<GroupInvite>>(`${path}/invite/revoke`, { method: 'POST', query })).data.link)}
+              />
             </>
           ) : (
             <button type="button" className="button secondary small" disabled={invite.isPending} onClick={() => invite.mutate()}>

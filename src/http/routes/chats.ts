@@ -232,6 +232,21 @@ function groupRoutes(app: RouteApp, conversations: ConversationService): void {
   );
 
   app.post(
+    '/chats/:chatId/invite/revoke',
+    {
+      config: { scope: 'messages:send' },
+      schema: {
+        tags: ['chats'], operationId: 'revokeGroupInvite', description: `Revokes a WhatsApp group's invite link and answers the new one (the device must be an admin); links with the old code stop working. ${NETWORK_NOTE}`,
+        summary: "Revoke a group chat's invite link for a new one",
+        params: ChatParams,
+        querystring: Type.Object(DeviceQuery, { additionalProperties: false }),
+        response: { 200: successData(GroupInviteSchema), ...errorResponses(...GROUP_ERRORS) },
+      },
+    },
+    async (request) => ({ success: true as const, data: await conversations.inviteLink(auth(request).accountId, request.params.chatId, request.query.deviceId, true) }),
+  );
+
+  app.post(
     '/chats/:chatId/leave',
     {
       config: { scope: 'messages:send' },

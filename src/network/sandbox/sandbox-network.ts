@@ -198,8 +198,16 @@ class SandboxSession implements NetworkSession {
   }
 
   async groupInviteCode(group: string): Promise<string> {
+    return this.inviteCode(group, false);
+  }
+
+  async revokeGroupInvite(group: string): Promise<string> {
+    return this.inviteCode(group, true);
+  }
+
+  private async inviteCode(group: string, revoke: boolean): Promise<string> {
     this.requireLinked();
-    const code = await this.network.world.inviteCode(this.device.id, group);
+    const code = await this.network.world.inviteCode(this.device.id, group, revoke);
     if (code === null) throw new NetworkRefusal('The device is not in this group');
     return code;
   }

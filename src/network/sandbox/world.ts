@@ -66,8 +66,8 @@ export interface SandboxGroup {
   createdAt: Date;
 }
 
-/** The invite code of a sandbox group: stable per group, shaped as WhatsApp's 22 characters. */
-const inviteCodeOf = (group: string): string => `SBX${createHash('sha256').update(group).digest('base64url').slice(0, 19)}`;
+/** The invite code of a sandbox group: stable until revoked, shaped as WhatsApp's 22 characters. */
+const inviteCodeOf = (group: string, version: number): string => `SBX${createHash('sha256').update(`${group}:${version}`).digest('base64url').slice(0, 19)}`;
 
 /** What the sandbox network answers a participants change for one number, or null when it takes it. */
 function refusal(group: SandboxGroup, action: ParticipantAction, phone: string): string | null {
@@ -679,10 +679,15 @@ export class SandboxWorld {
     });
   }
 
-  /** The invite code of a group of the device; null when it is not in it. */
-  async inviteCode(deviceId: string, group: string): Promise<string | null> {
-    const [found] = await this.groups(deviceId, [group]);
-    return found ? inviteCodeOf(found.id) : null;
+  /** The invite code of a group of the device (a new one with `revoke`); null when it is not in it. */
+  async inviteCode(deviceId: string, group: string, revoke = false): Promise<string | null> {
+    const [row] = await this.database.query<{ invite_version: number }>(
+      revoke
+        ? 'UPDATE sandbox_groups SET invite_version = invite_version + 1 WHERE device_id = $1 AND id = $2 RETURNING invite_version'
+        : 'SELECT invite_version FROM sandbox_groups WHERE device_id = $1 AND id = $2',
+      [deviceId, group],
+    );
+    return row ? inviteCodeOf(group, row.invite_version) : null;
   }
 
   /** The device's number leaves a group (the sandbox forgets the group); false when it was not in it. */

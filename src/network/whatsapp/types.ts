@@ -295,6 +295,7 @@ export interface WASocketLike {
   /** Each participant's answer: status '200', or WhatsApp's error code ('403', '408', '409', …). */
   groupParticipantsUpdate(jid: string, participants: string[], action: 'add' | 'remove' | 'promote' | 'demote'): Promise<{ status: string; jid?: string | undefined }[]>;
   groupInviteCode(jid: string): Promise<string | undefined>;
+  groupRevokeInvite(jid: string): Promise<string | undefined>;
   groupLeave(id: string): Promise<void>;
   readMessages(keys: WAMessageKey[]): Promise<void>;
   sendPresenceUpdate(type: WAPresence, toJid?: string): Promise<void>;

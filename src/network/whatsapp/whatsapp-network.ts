@@ -1128,6 +1128,12 @@ export class WhatsAppSession implements NetworkSession {
     return code;
   }
 
+  async revokeGroupInvite(group: string): Promise<string> {
+    const code = await this.connectedSocket().groupRevokeInvite(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    if (!code) throw new Error('WhatsApp answered without an invite code');
+    return code;
+  }
+
   async leaveGroup(group: string): Promise<void> {
     await this.connectedSocket().groupLeave(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
     this.groups.forget(group);
