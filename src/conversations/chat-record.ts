@@ -88,6 +88,8 @@ export const GroupInviteSchema = Type.Object({
 });
 
 export type ChatType = Static<typeof ChatTypeSchema>;
+export type ParticipantAction = Static<typeof ParticipantActionSchema>;
+export type ParticipantOutcome = Static<typeof ParticipantOutcomeSchema>;
 export type GroupInvite = Static<typeof GroupInviteSchema>;
 export type ParticipantsChange = Static<typeof ParticipantsChangeSchema>;
 export type ParticipantsChangeJson = Jsonified<ParticipantsChange>;

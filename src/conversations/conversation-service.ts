@@ -17,6 +17,7 @@ import { toMessage } from '../messaging/message-model.js';
 import type { Message } from '../messaging/message-record.js';
 import type { Chat, ChatDetail, ChatType, GroupInvite, NumberCheckResult } from './chat-record.js';
 import { normalizeChatId } from './chat-ids.js';
+import { deviceInGroup } from './group-membership.js';
 import * as store from './chat-store.js';
 import { cachedChecks, createRequest, getAnswer, type DeviceAnswer, type DeviceRequest } from './device-requests.js';
 import { deleteRequest } from './device-requests.js';
@@ -32,8 +33,6 @@ const CHAT_COUNT_CAP = 1_000;
 const MAX_READ_RECEIPTS = 500;
 /** How long the API waits for the worker holding the device to ask the network (a look-up, a group change). */
 const CHECK_WAIT_MS = 30_000;
-/** A group's name (WhatsApp's subject) has at most this many characters. */
-export const MAX_GROUP_NAME = 100;
 /** Numbers one participants change (or a new group) takes at most. */
 export const MAX_GROUP_CHANGE = 50;
 const INVITE_LINK_BASE = 'https://chat.whatsapp.com/';
@@ -73,7 +72,7 @@ function decodeCursor(cursor: string): { page: number; position: store.ChatPosit
   return { page: page as number, position: { at: new Date(ms as number), deviceId, id } };
 }
 
-/** A group's name, trimmed (its length is the route schema's, MAX_GROUP_NAME). */
+/** A group's name, trimmed (its length is the route schema's, WHATSAPP_GROUP_NAME_MAX). */
 function groupName(raw: string): string {
   const name = raw.trim();
   if (name.length === 0) throw validationError('name', 'must not be blank');
@@ -251,19 +250,16 @@ export class ConversationService {
 
   /**
    * A group chat of the account that the device is in, refused early where the stored group
-   * already says no: a direct chat, a group the device left, or (for `adminTo`) one where the
-   * device is not an admin. Where the device's own number is not listed (WhatsApp may list it by
-   * its LID) the network decides.
+   * already says no (group-membership.ts): a direct chat, a group the device left, or (for
+   * `adminTo`) one where the device is not an admin.
    */
   private async groupChat(accountId: string, rawChatId: string, deviceId: string | undefined, adminTo: string | null): Promise<store.ChatRow> {
     const { chat } = await this.chat(accountId, rawChatId, deviceId);
     if (chat.type !== 'group') throw validationError('chatId', 'is a direct chat; only a WhatsApp group chat has participants, a name and an invite link');
     const device = await this.devices.get(accountId, chat.device_id);
-    const own = device?.phone_number ? chat.participants?.find((p) => p.phoneNumber === device.phone_number) : undefined;
-    if (device?.phone_number && chat.participants && !own && chat.participants.every((p) => p.lid === null && !p.phoneNumber.endsWith('@lid'))) {
-      throw new AppError('CONFLICT', 'The device is not in this group any more');
-    }
-    if (adminTo && own && !own.admin) throw new AppError('CONFLICT', `Only a group admin can ${adminTo}, and the device is not one`);
+    const { me, inGroup } = deviceInGroup(chat.participants, device?.phone_number ?? null);
+    if (!inGroup) throw new AppError('CONFLICT', 'The device is not in this group any more');
+    if (adminTo && me && !me.admin) throw new AppError('CONFLICT', `Only a group admin can ${adminTo}, and the device is not one`);
     return chat;
   }
 

@@ -8,7 +8,7 @@
  * state changes.
  */
 import type { ContactCard, Location, MessageType } from '../messaging/message-record.js';
-import type { ContactPresenceState } from '../conversations/chat-record.js';
+import type { ContactPresenceState, ParticipantAction, ParticipantOutcome } from '../conversations/chat-record.js';
 
 export type { ContactCard, Location, MessageType } from '../messaging/message-record.js';
 
@@ -135,17 +135,6 @@ export interface GroupParticipant {
   admin: boolean;
 }
 
-/** What a group admin does to members: adds or removes them, makes them admins or takes that back. */
-export type ParticipantAction = 'add' | 'remove' | 'promote' | 'demote';
-
-/** What became of one number of a participants change (the network answers each on its own). */
-export interface ParticipantOutcome {
-  phoneNumber: string;
-  ok: boolean;
-  /** Why the network refused this number (null when ok). */
-  reason: string | null;
-}
-
 /**
  * The network refused what the device asked (not an admin, not in the group, …): asking again
  * gets the same answer. Other errors (a dropped connection) may pass.
@@ -171,7 +160,7 @@ export interface ReadMessage {
 }
 
 export type PresenceState = 'typing' | 'recording' | 'paused';
-export type { ContactPresenceState } from '../conversations/chat-record.js';
+export type { ContactPresenceState, ParticipantAction, ParticipantOutcome } from '../conversations/chat-record.js';
 
 export type NetworkEvent =
   | { type: 'qr'; code: string; expiresAt: Date }

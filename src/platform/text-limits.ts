@@ -12,5 +12,7 @@ export const GROUP_NAME_MAX = 200;
 export const DEVICE_NAME_MAX = 100;
 /** An API token's name. */
 export const TOKEN_NAME_MAX = 100;
+/** A WhatsApp group's name (its subject), trimmed: WhatsApp takes at most 100 characters. */
+export const WHATSAPP_GROUP_NAME_MAX = 100;
 /** A webhook endpoint's description, trimmed. */
 export const WEBHOOK_DESCRIPTION_MAX = 500;

@@ -12,8 +12,9 @@ import { api, ApiError } from '../api';
 import { readNumbers } from '../recipients';
 import type { ChatDetail, Device, GroupInvite, One, ParticipantsChange } from '../types';
 import { ConfirmButton, CopyButton, ErrorBox, Field, formatPhone } from '../ui';
-
-type Action = 'add' | 'remove' | 'promote' | 'demote';
+import type { ParticipantAction } from '../../../src/conversations/chat-record';
+import { deviceInGroup } from '../../../src/conversations/group-membership';
+import { WHATSAPP_GROUP_NAME_MAX } from '../../../src/platform/text-limits';
 
 /** Problems of the numbers typed, one line each ("line 2: 12345 is too short"). */
 function NumberProblems({ text }: { text: string }) {
@@ -54,7 +55,7 @@ export function NewGroupForm({ devices, onCreated, onCancel }: { devices: Device
     <form className="card group-form" onSubmit={submit} aria-label="New group">
       <h2 className="h3">New WhatsApp group</h2>
       <Field label="Group name" error={fieldError('name')}>
-        {(props) => <input {...props} value={name} maxLength={100} onChange={(e) => setName(e.target.value)} required />}
+        {(props) => <input {...props} value={name} maxLength={WHATSAPP_GROUP_NAME_MAX} onChange={(e) => setName(e.target.value)} required />}
       </Field>
       <Field label="Members" hint="One number a line, with the country code. Your device's number is the group's admin." error={fieldError('participants')}>
         {(props) => <textarea {...props} rows={3} value={members} onChange={(e) => setMembers(e.target.value)} />}
@@ -86,29 +87,18 @@ export function NewGroupForm({ devices, onCreated, onCancel }: { devices: Device
   );
 }
 
-/**
- * The device in a group chat: its participant entry, and whether it is still in the group. WhatsApp
- * may list the device's own number by its LID only: then it counts as in, and WhatsApp decides
- * what it may do.
- */
-export function deviceInGroup(chat: ChatDetail, ownNumber: string | null): { me: NonNullable<ChatDetail['participants']>[number] | undefined; listed: boolean } {
-  const participants = chat.participants ?? [];
-  const me = ownNumber ? participants.find((p) => p.phoneNumber === ownNumber) : undefined;
-  return { me, listed: me !== undefined || participants.some((p) => p.lid !== null || p.phoneNumber.endsWith('@lid')) };
-}
-
 export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: string | null }) {
   const client = useQueryClient();
   const path = `/chats/${encodeURIComponent(chat.id)}`;
   const query = { deviceId: chat.deviceId };
   const participants = chat.participants ?? [];
-  const { me, listed } = deviceInGroup(chat, ownNumber);
-  const admin = me ? me.admin : listed;
+  const { me, inGroup } = deviceInGroup(chat.participants, ownNumber);
+  const admin = me ? me.admin : inGroup;
   const refresh = () => client.invalidateQueries({ queryKey: ['chats'] });
 
   const [refused, setRefused] = useState<{ phoneNumber: string; reason: string | null }[]>([]);
   const change = useMutation({
-    mutationFn: (input: { action: Action; phoneNumbers: string[] }) => api<One<ParticipantsChange>>(`${path}/participants`, { method: 'POST', query, body: input }),
+    mutationFn: (input: { action: ParticipantAction; phoneNumbers: string[] }) => api<One<ParticipantsChange>>(`${path}/participants`, { method: 'POST', query, body: input }),
     onSuccess: async (answer) => {
       setRefused(answer.data.results.filter((result) => !result.ok));
       await refresh();
@@ -127,7 +117,7 @@ export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: s
   const [adding, setAdding] = useState('');
   const toAdd = readNumbers(adding);
 
-  if (!listed) {
+  if (!inGroup) {
     return (
       <section className="card group-panel" aria-label="Group">
         <p className="muted small">Your device is no longer in this group. Its messages stay here.</p>
@@ -147,7 +137,7 @@ export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: s
           <label className="visually-hidden" htmlFor="group-name">
             Group name
           </label>
-          <input id="group-name" value={name} maxLength={100} onChange={(e) => setName(e.target.value)} />
+          <input id="group-name" value={name} maxLength={WHATSAPP_GROUP_NAME_MAX} onChange={(e) => setName(e.target.value)} />
           <button type="submit" className="button secondary small" disabled={rename.isPending || !name.trim() || name.trim() === chat.name}>
             Rename
           </button>

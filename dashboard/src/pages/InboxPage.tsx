@@ -15,7 +15,8 @@ import type { Chat, ChatDetail, Device, Message, One, Page } from '../types';
 import { Empty, ErrorBox, formatPhone, Loading, PageHeader, QueryStatus, StatusBadge, Time } from '../ui';
 import { browserUrl, MessageBody, MessageMarks, preview, Quote, Reactions, reactionsByTarget } from '../message-view';
 import { UploadField, useUpload } from '../upload';
-import { deviceInGroup, GroupPanel, NewGroupForm } from './GroupChats';
+import { deviceInGroup } from '../../../src/conversations/group-membership';
+import { GroupPanel, NewGroupForm } from './GroupChats';
 
 interface ChatList {
   success: true;
@@ -260,7 +261,7 @@ function Conversation({ chatId, deviceId, ownNumber, onBack }: { chatId: string;
         ))}
         <div ref={end} />
       </div>
-      {group && detail && !deviceInGroup(detail, ownNumber).listed ? (
+      {group && detail && !deviceInGroup(detail.participants, ownNumber).inGroup ? (
         <p className="muted small">Your device left this group: nothing more can be sent into it.</p>
       ) : (
         <ReplyBox chatId={chatId} deviceId={deviceId} group={group} />

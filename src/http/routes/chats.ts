@@ -5,7 +5,8 @@
 import Type from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ConversationService } from '../../conversations/conversation-service.js';
-import { MAX_GROUP_CHANGE, MAX_GROUP_NAME, MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
+import { MAX_GROUP_CHANGE, MAX_NUMBER_CHECKS } from '../../conversations/conversation-service.js';
+import { WHATSAPP_GROUP_NAME_MAX } from '../../platform/text-limits.js';
 import {
   ChatDetailSchema,
   ChatSchema,
@@ -147,7 +148,7 @@ function chatActionRoutes(app: RouteApp, conversations: ConversationService): vo
   );
 }
 
-const GroupName = Type.String({ minLength: 1, maxLength: MAX_GROUP_NAME, description: "The group's name (WhatsApp's subject)" });
+const GroupName = Type.String({ minLength: 1, maxLength: WHATSAPP_GROUP_NAME_MAX, description: "The group's name (WhatsApp's subject)" });
 const GroupNumbers = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { minItems: 1, maxItems: MAX_GROUP_CHANGE, description });
 /** What the network may answer a group admin's request with, beside the route's own refusals. */
 const GROUP_ERRORS = ['FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'SERVICE_UNAVAILABLE'] as const;

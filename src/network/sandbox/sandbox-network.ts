@@ -31,6 +31,9 @@ import {
 } from '../network.js';
 import { ENDING, magicEnding, type DueReceipt, type IncomingRow, type PhoneRow, type SandboxGroup, type SandboxPayload, type SandboxWorld } from './world.js';
 
+/** What the sandbox answers a group request of a device that is not in the group. */
+const notInGroup = (): NetworkRefusal => new NetworkRefusal('The device is not in this group');
+
 /** A sandbox group as the network lists it: the first member (the device's number) created it and is an admin, as are those promoted. */
 const groupInfo = (group: SandboxGroup): GroupInfo => ({
   id: group.id,
@@ -181,19 +184,19 @@ class SandboxSession implements NetworkSession {
   async groupInfo(group: string): Promise<GroupInfo> {
     this.requireLinked();
     const [found] = await this.network.world.groups(this.device.id, [group]);
-    if (!found) throw new NetworkRefusal('The device is not in this group');
+    if (!found) throw notInGroup();
     return groupInfo(found);
   }
 
   async renameGroup(group: string, name: string): Promise<void> {
     this.requireLinked();
-    if (!(await this.network.world.renameGroup(this.device.id, group, name))) throw new NetworkRefusal('The device is not in this group');
+    if (!(await this.network.world.renameGroup(this.device.id, group, name))) throw notInGroup();
   }
 
   async changeParticipants(group: string, action: ParticipantAction, phoneNumbers: string[]): Promise<ParticipantOutcome[]> {
     this.requireLinked();
     const outcomes = await this.network.world.changeMembers(this.device.id, group, action, phoneNumbers);
-    if (!outcomes) throw new NetworkRefusal('The device is not in this group');
+    if (!outcomes) throw notInGroup();
     return outcomes;
   }
 
@@ -208,13 +211,13 @@ class SandboxSession implements NetworkSession {
   private async inviteCode(group: string, revoke: boolean): Promise<string> {
     this.requireLinked();
     const code = await this.network.world.inviteCode(this.device.id, group, revoke);
-    if (code === null) throw new NetworkRefusal('The device is not in this group');
+    if (code === null) throw notInGroup();
     return code;
   }
 
   async leaveGroup(group: string): Promise<void> {
     this.requireLinked();
-    if (!(await this.network.world.leaveGroup(this.device.id, group))) throw new NetworkRefusal('The device is not in this group');
+    if (!(await this.network.world.leaveGroup(this.device.id, group))) throw notInGroup();
   }
 
   private requireLinked(): void {

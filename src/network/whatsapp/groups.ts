@@ -131,3 +131,10 @@ export function groupQueryError(error: unknown): unknown {
   if (typeof code !== 'number' || code < 400 || code >= 500 || code === 408) return error;
   return new NetworkRefusal(GROUP_REFUSALS[code] ?? `WhatsApp refused: ${(error as Error).message} (${code})`);
 }
+
+/** A group query, its failure told apart as groupQueryError does. */
+export function groupQuery<T>(query: Promise<T>): Promise<T> {
+  return query.catch((error: unknown) => {
+    throw groupQueryError(error);
+  });
+}

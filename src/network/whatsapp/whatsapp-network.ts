@@ -97,7 +97,7 @@ import { WhatsAppStore } from './whatsapp-store.js';
 import {
   CONTACT_PRESENCE,
   GroupCache,
-  groupQueryError,
+  groupQuery,
   isGroupJid,
   participantIds,
   participantJids,
@@ -1097,7 +1097,7 @@ export class WhatsAppSession implements NetworkSession {
 
   async createGroup(name: string, participants: string[]): Promise<GroupInfo> {
     const socket = this.connectedSocket();
-    const metadata = await socket.groupCreate(name, participantJids(participants)).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    const metadata = await groupQuery(socket.groupCreate(name, participantJids(participants)));
     await this.onGroups([metadata]);
     return toGroupInfo(metadata, (lid) => this.lids.get(lid));
   }
@@ -1106,36 +1106,34 @@ export class WhatsAppSession implements NetworkSession {
   async groupInfo(group: string): Promise<GroupInfo> {
     const socket = this.connectedSocket();
     this.groups.forget(group);
-    const metadata = await socket.groupMetadata(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    const metadata = await groupQuery(socket.groupMetadata(group));
     await this.onGroups([metadata]);
     return toGroupInfo(metadata, (lid) => this.lids.get(lid));
   }
 
   async renameGroup(group: string, name: string): Promise<void> {
-    await this.connectedSocket().groupUpdateSubject(group, name).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    await groupQuery(this.connectedSocket().groupUpdateSubject(group, name));
   }
 
   async changeParticipants(group: string, action: ParticipantAction, phoneNumbers: string[]): Promise<ParticipantOutcome[]> {
-    const answers = await this.connectedSocket()
-      .groupParticipantsUpdate(group, participantJids(phoneNumbers), action)
-      .catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    const answers = await groupQuery(this.connectedSocket().groupParticipantsUpdate(group, participantJids(phoneNumbers), action));
     return participantOutcomes(phoneNumbers, answers, (lid) => this.lids.get(lid));
   }
 
   async groupInviteCode(group: string): Promise<string> {
-    const code = await this.connectedSocket().groupInviteCode(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    const code = await groupQuery(this.connectedSocket().groupInviteCode(group));
     if (!code) throw new Error('WhatsApp answered without an invite code');
     return code;
   }
 
   async revokeGroupInvite(group: string): Promise<string> {
-    const code = await this.connectedSocket().groupRevokeInvite(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    const code = await groupQuery(this.connectedSocket().groupRevokeInvite(group));
     if (!code) throw new Error('WhatsApp answered without an invite code');
     return code;
   }
 
   async leaveGroup(group: string): Promise<void> {
-    await this.connectedSocket().groupLeave(group).catch((error: unknown) => Promise.reject(groupQueryError(error)));
+    await groupQuery(this.connectedSocket().groupLeave(group));
     this.groups.forget(group);
   }
 
