@@ -73,6 +73,12 @@ export function readNumbers(text: string): { lines: NumberLine[]; unique: string
   return { lines, unique };
 }
 
+/** The numbers typed that the server would refuse, said by line ("line 2: 12345 is too short; …"); undefined when none. */
+export function lineProblems(lines: NumberLine[]): string | undefined {
+  const bad = lines.filter((line) => line.problem);
+  return bad.length > 0 ? bad.map((line) => `line ${line.line}: ${line.raw} ${line.problem}`).join('; ') : undefined;
+}
+
 /** "recipients[3]" in a server error → the line that number came from. */
 export function lineOfRecipient(field: string, unique: string[], lines: NumberLine[]): number | undefined {
   const match = /^recipients\[(\d+)\]/.exec(field);

@@ -9,27 +9,12 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api';
-import { readNumbers } from '../recipients';
+import { lineProblems, readNumbers } from '../recipients';
 import type { ChatDetail, Device, GroupInvite, One, ParticipantsChange } from '../types';
 import { ConfirmButton, CopyButton, ErrorBox, Field, formatPhone } from '../ui';
 import type { ParticipantAction } from '../../../src/conversations/chat-record';
 import { deviceInGroup } from '../../../src/conversations/group-membership';
 import { WHATSAPP_GROUP_NAME_MAX } from '../../../src/platform/text-limits';
-
-/** Problems of the numbers typed, one line each ("line 2: 12345 is too short"). */
-function NumberProblems({ text }: { text: string }) {
-  const problems = readNumbers(text).lines.filter((line) => line.problem);
-  if (problems.length === 0) return null;
-  return (
-    <ul className="plain small error-text">
-      {problems.map((line) => (
-        <li key={`${line.line}-${line.raw}`}>
-          line {line.line}: {line.raw} {line.problem}
-        </li>
-      ))}
-    </ul>
-  );
-}
 
 export function NewGroupForm({ devices, onCreated, onCancel }: { devices: Device[]; onCreated: (chat: ChatDetail) => void; onCancel: () => void }) {
   const client = useQueryClient();
@@ -57,10 +42,9 @@ export function NewGroupForm({ devices, onCreated, onCancel }: { devices: Device
       <Field label="Group name" error={fieldError('name')}>
         {(props) => <input {...props} value={name} maxLength={WHATSAPP_GROUP_NAME_MAX} onChange={(e) => setName(e.target.value)} required />}
       </Field>
-      <Field label="Members" hint="One number a line, with the country code. Your device's number is the group's admin." error={fieldError('participants')}>
+      <Field label="Members" hint="One number a line, with the country code. Your device's number is the group's admin." error={lineProblems(numbers.lines) ?? fieldError('participants')}>
         {(props) => <textarea {...props} rows={3} value={members} onChange={(e) => setMembers(e.target.value)} />}
       </Field>
-      <NumberProblems text={members} />
       {connected.length > 1 ? (
         <Field label="From device">
           {(props) => (
@@ -200,10 +184,9 @@ export function GroupPanel({ chat, ownNumber }: { chat: ChatDetail; ownNumber: s
             }
           }}
         >
-          <Field label="Add members" hint="One number a line, with the country code.">
+          <Field label="Add members" hint="One number a line, with the country code." error={lineProblems(toAdd.lines)}>
             {(props) => <textarea {...props} rows={2} value={adding} onChange={(e) => setAdding(e.target.value)} />}
           </Field>
-          <NumberProblems text={adding} />
           <div className="row">
             <button type="submit" className="button secondary small" disabled={change.isPending || toAdd.unique.length === 0 || toAdd.lines.some((line) => line.problem)}>
               Add

@@ -3,7 +3,7 @@ import { useRef, useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { DIRECT_SEND_MAX, MAX_ADDRESS_LENGTH, MAX_CAPTION_LENGTH, MAX_CONTACTS, MAX_NAME_LENGTH, MAX_POLL_QUESTION, MAX_TEXT_LENGTH, POLL_OPTIONS } from '../../../src/messaging/message-limits';
 import { api, ApiError } from '../api';
-import { lineOfRecipient, numberProblem, readNumbers } from '../recipients';
+import { lineOfRecipient, lineProblems, numberProblem, readNumbers } from '../recipients';
 import type { Device, Group, Message, One, Page, SendResult } from '../types';
 import { ErrorBox, Field, formatPhone, Notice, PageHeader, StatusBadge } from '../ui';
 import { UploadField, useUpload } from '../upload';
@@ -315,7 +315,7 @@ export function SendPage() {
         <Field
           label="Phone numbers"
           hint={`One per line, or separated by commas; with the country code (+62 812…). ${numbers.unique.length} valid number${numbers.unique.length === 1 ? '' : 's'}.`}
-          error={badLines.length > 0 ? badLines.map((line) => `line ${line.line}: ${line.raw} ${line.problem}`).join('; ') : undefined}
+          error={lineProblems(numbers.lines)}
         >
           {(props) => <textarea {...props} rows={4} value={draft.numbers} onChange={(e) => set('numbers', e.target.value)} placeholder={'+62 812 3456 7890\n+62 813 …'} />}
         </Field>
